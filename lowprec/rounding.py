@@ -1,0 +1,367 @@
+"""Values to codes and back, in every rounding mode: ``round_to``, ``encode``, ``decode``.
+
+All three are thin wrappers around the compiled engine in ``lowprec._engine``;
+this module only checks arguments, converts inputs and walks the array in
+chunks (so peak extra memory stays near the size of the result).
+
+Semantics are IEEE 754's: the exact input is rounded to the format's precision
+with an unbounded exponent range below the largest binade (gradual underflow
+into subnormals included), then overflow is applied:
+
+* round-to-nearest (``rne``, ``rna``), ``stochastic``, and ``rup``/``rdown``
+  pointing away from zero give infinity; ``rtz``, ``odd`` and the other
+  directed mode give the largest finite value;
+* a format without infinity gives NaN instead (the ml_dtypes and CUDA
+  ``__NV_NOSAT`` convention), a format with neither saturates;
+* ``saturate=True`` clamps every overflow (input infinities included) to
+  ±max; NaN stays NaN;
+* ``subnormals=False`` flushes subnormal *results* to (signed) zero;
+* ``fnuz`` formats have no negative zero: ``-0.0`` and negative results that
+  round to zero become ``+0``;
+* ``e8m0`` has no zero: zero and negative numbers give its NaN, positive
+  numbers below ``2**-127`` give ``2**-127``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from . import _engine
+from .formats import FloatFormat, get_format
+
+__all__ = ["MODES", "round_to", "encode", "decode", "check_mode"]
+
+#: Rounding modes accepted everywhere a ``mode=`` is, with what they mean.
+MODES: dict[str, str] = {
+    "rne": "to nearest, ties to even (IEEE default)",
+    "rna": "to nearest, ties away from zero",
+    "rtz": "toward zero (truncation)",
+    "rup": "toward +infinity",
+    "rdown": "toward -infinity",
+    "odd": "to odd: truncate, then set the last bit if inexact (no double rounding)",
+    "stochastic": "up with probability proportional to the distance from the lower neighbour",
+}
+_MODE_INT = {name: i for i, name in enumerate(MODES)}
+_MODE_ALIASES = {
+    "nearest": "rne", "nearest_even": "rne", "rn": "rne",
+    "nearest_away": "rna", "rz": "rtz", "toward_zero": "rtz", "truncate": "rtz",
+    "ru": "rup", "up": "rup", "rd": "rdown", "down": "rdown",
+    "sr": "stochastic", "round_to_odd": "odd",
+}
+_CHUNK = 1 << 20  # elements per chunk (random words are drawn a chunk at a time)
+
+
+def check_mode(mode: str) -> str:
+    """Canonical name of a rounding mode, or a ValueError listing the valid ones."""
+    if isinstance(mode, str):
+        key = mode.strip().lower()
+        key = _MODE_ALIASES.get(key, key)
+        if key in _MODE_INT:
+            return key
+    raise ValueError(
+        f"unknown rounding mode {mode!r}; valid modes: "
+        + ", ".join(f"{k!r} ({v})" for k, v in MODES.items())
+    )
+
+
+def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
+    """``x`` as a float32/float64 array, never a view that we might write to.
+
+    Returns the array and whether ``x`` was a scalar (to return a scalar back).
+    """
+    scalar = np.ndim(x) == 0 and not isinstance(x, np.ndarray)
+    arr = np.asarray(x)
+    kind = arr.dtype.kind
+    if kind in "fi u b".replace(" ", "") and arr.dtype not in (np.longdouble,) or (
+        kind == "f"
+    ):
+        pass
+    if kind == "c":
+        raise TypeError(f"{what} is complex ({arr.dtype}); round the real and imaginary parts")
+    if kind in "OSUVMm":
+        raise TypeError(
+            f"{what} has dtype {arr.dtype}; lowprec accepts real numbers "
+            "(float, int or bool arrays, Python scalars and lists of them)"
+        )
+    if arr.dtype == np.float32 or arr.dtype == np.float64:
+        return arr, scalar
+    if kind == "f" and arr.dtype.itemsize > 8:
+        raise TypeError(
+            f"{what} has dtype {arr.dtype}; lowprec rounds from float32 or float64 only "
+            "(longdouble would be rounded twice)"
+        )
+    if kind in "iu":
+        if arr.size and np.abs(arr.astype(np.float64)).max() > 2.0**53:
+            raise ValueError(
+                f"{what} holds integers beyond 2**53, which float64 cannot hold exactly"
+            )
+        return arr.astype(np.float64), scalar
+    if kind in "fVb" or kind == "f":
+        return arr.astype(np.float64), scalar
+    try:  # ml_dtypes and other narrow float types: exact in float64
+        return arr.astype(np.float64), scalar
+    except (TypeError, ValueError):
+        raise TypeError(f"{what} has unsupported dtype {arr.dtype}") from None
+
+
+def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
+    """n uniform 64-bit words: the raw output of the Generator's bit generator
+    (PCG64, SFC64, Philox, MT19937 all give full 64-bit words)."""
+    return rng.bit_generator.random_raw(n)
+
+
+def _get_rng(rng: Any) -> np.random.Generator:
+    if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)):
+        return np.random.default_rng(rng)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    raise TypeError(
+        f"rng must be a numpy Generator (np.random.default_rng(seed)), a seed or None, "
+        f"got {type(rng).__name__}"
+    )
+
+
+def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat) -> None:
+    value = x_flat[index]
+    if status == _engine.INVALID_NAN:
+        raise ValueError(
+            f"element {index} is NaN, but {fmt.name} has no NaN encoding; remove or replace "
+            "NaNs (np.nan_to_num) before converting"
+        )
+    raise ValueError(
+        f"element {index} is negative ({value!r}), but {fmt.name} is unsigned and has no NaN"
+    )
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _threads() -> int:
+    """Worker threads for large arrays: LOWPREC_NUM_THREADS, else the CPU count (<= 8)."""
+    env = os.environ.get("LOWPREC_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+def _submit(run, start: int, stop: int, rnd: np.ndarray) -> list:
+    """Start converting start..stop, split across threads; returns the pending
+    results, each ``(offset, future)`` (or ``(offset, (bad, status))`` when run inline)."""
+    nt = _threads()
+    n = stop - start
+    if nt == 1 or n < 1 << 15:
+        return [(start, run(start, stop, rnd))]
+    global _POOL
+    if _POOL is None or _POOL._max_workers != nt:  # noqa: SLF001
+        _POOL = ThreadPoolExecutor(max_workers=nt, thread_name_prefix="lowprec")
+    cuts = [start + (n * k) // nt for k in range(nt + 1)]
+    return [
+        (a, _POOL.submit(run, a, b, rnd[a - start:b - start] if rnd.shape[0] else rnd))
+        for a, b in zip(cuts[:-1], cuts[1:])
+    ]
+
+
+def _collect(pending: list):
+    """Wait for results of :func:`_submit`; yields (first bad index or -1, status)."""
+    for offset, res in pending:
+        bad, status = res.result() if hasattr(res, "result") else res
+        yield (offset + bad if bad >= 0 else -1), status
+
+
+def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=False):
+    fmt = get_format(fmt)
+    mode = check_mode(mode)
+    arr, scalar = _as_float_array(x)
+    P = _engine.format_params(fmt)
+    m = _MODE_INT[mode]
+    stochastic = mode == "stochastic"
+    gen = _get_rng(rng) if stochastic else None
+    if not stochastic and rng is not None:
+        raise ValueError(f"rng is only used by mode='stochastic', not mode={mode!r}")
+
+    if to_codes:
+        out = np.empty(arr.shape, dtype=fmt.code_dtype)
+    else:
+        # float32 in, float32 out when every value of the format is a float32.
+        out_dtype = np.float32 if (arr.dtype == np.float32 and fmt.fits_float32) else np.float64
+        out = np.empty(arr.shape, dtype=out_dtype)
+    flags = np.zeros(arr.shape if want_flags else 0, dtype=np.uint8)
+
+    x_flat = arr.reshape(-1)  # a view when arr is contiguous
+    if not x_flat.flags.c_contiguous:
+        x_flat = np.ascontiguousarray(x_flat)
+    out_flat = out.reshape(-1)
+    flags_flat = flags.reshape(-1)
+    is64 = x_flat.dtype == np.float64
+    bits = x_flat.view(np.uint64 if is64 else np.uint32)
+    no_rnd = np.empty(0, dtype=np.uint64)
+    # The fast path needs the output to be of the input's type and a signed
+    # format with subnormals whose values fit that type.
+    fast = fmt.signed and fmt.has_subnormals and (
+        (fmt.fits_float32 if not is64 else fmt.emin >= -1022)
+    ) and (to_codes or out.dtype == x_flat.dtype)
+    no_bits = np.empty(0, dtype=bits.dtype)
+    no_vals = np.empty(0, dtype=x_flat.dtype)
+    no_codes = np.empty(0, dtype=fmt.code_dtype)
+    n = bits.shape[0]
+
+    def run(start: int, stop: int, rnd: np.ndarray) -> tuple[int, int]:
+        """Convert elements start..stop (a compiled kernel; releases the GIL)."""
+        xb = bits[start:stop]
+        if fast and not want_flags:
+            if to_codes:
+                return _engine.fast_kernel(P, xb, is64, m, saturate, not subnormals, rnd,
+                                           no_bits, no_vals, out_flat[start:stop], 1)
+            ob = out_flat[start:stop]
+            return _engine.fast_kernel(P, xb, is64, m, saturate, not subnormals, rnd,
+                                       ob.view(bits.dtype), ob, no_codes, 0)
+        if to_codes:
+            return _engine.encode_kernel(
+                P, xb, is64, m, saturate, not subnormals, rnd, out_flat[start:stop],
+                flags_flat[start:stop] if want_flags else flags_flat, want_flags)
+        return _engine.round_kernel(P, xb, is64, m, saturate, not subnormals, rnd,
+                                    out_flat[start:stop])
+
+    # Random words are drawn in order, a chunk at a time, so results depend on
+    # the seed only, never on the number of threads; the next chunk's words are
+    # drawn while the threads convert this one.
+    starts = list(range(0, n, _CHUNK))
+    rnd = _random_words(gen, min(_CHUNK, n)) if stochastic else no_rnd
+    for start in starts:
+        stop = min(start + _CHUNK, n)
+        pending = _submit(run, start, stop, rnd)
+        if stochastic and stop < n:
+            rnd = _random_words(gen, min(_CHUNK, n - stop))
+        for bad, status in _collect(pending):
+            if bad >= 0:
+                _raise_status(x_flat, bad, status, fmt)
+    if scalar:
+        return (out[()], flags[()]) if want_flags else out[()]
+    return (out, flags) if want_flags else out
+
+
+def round_to(
+    x: Any,
+    fmt: FloatFormat | str,
+    mode: str = "rne",
+    *,
+    saturate: bool = False,
+    subnormals: bool = True,
+    rng: Any = None,
+) -> Any:
+    """Round ``x`` to the nearest values of ``fmt`` (under ``mode``).
+
+    Parameters
+    ----------
+    x:
+        Real numbers: an array, list or scalar. float32 and float64 are
+        rounded directly and exactly (float64 once, never through float32);
+        other real dtypes are converted to float64 first (exactly).
+    fmt:
+        A format name (``"fp8_e4m3"``, ``"bfloat16"``, ...), a dtype or a
+        :class:`~lowprec.FloatFormat`.
+    mode:
+        One of :data:`MODES`: ``rne`` (default), ``rna``, ``rtz``, ``rup``,
+        ``rdown``, ``odd``, ``stochastic``.
+    saturate:
+        Clamp overflow (and infinities) to ±max instead of inf/NaN.
+    subnormals:
+        ``False`` flushes subnormal results to signed zero.
+    rng:
+        For ``stochastic`` only: a ``numpy.random.Generator`` or a seed. Each
+        element consumes one 64-bit word; the same seed gives the same result.
+
+    Returns
+    -------
+    An array of ``x``'s shape: float32 if ``x`` is float32 (and the format's
+    values fit float32, as all built-in formats do), otherwise float64. A
+    scalar input gives a numpy scalar.
+
+    >>> float(round_to(0.1, "bf16"))
+    0.10009765625
+    >>> float(round_to(500.0, "fp8_e4m3")), float(round_to(500.0, "fp8_e4m3", saturate=True))
+    (nan, 448.0)
+    """
+    return _convert(x, fmt, mode, saturate, subnormals, rng, to_codes=False)
+
+
+def encode(
+    x: Any,
+    fmt: FloatFormat | str,
+    mode: str = "rne",
+    *,
+    saturate: bool = False,
+    subnormals: bool = True,
+    rng: Any = None,
+    flags: bool = False,
+) -> Any:
+    """Round ``x`` to ``fmt`` and return the bit patterns (codes).
+
+    Codes are ``uint8``/``uint16``/``uint32``, the smallest that holds the
+    format; sub-byte formats sit in the low bits of a ``uint8``, exactly as
+    ml_dtypes stores them (``codes.view(ml_dtypes.float4_e2m1fn)`` works).
+    With ``flags=True`` also returns a ``uint8`` array of IEEE exception flags
+    (TestFloat layout: 0x01 inexact, 0x02 underflow, 0x04 overflow, 0x10 invalid).
+
+    Raises ``ValueError`` for NaN into a format with no NaN code (fp4, fp6).
+
+    >>> hex(int(encode(1.0, "fp8_e4m3")))
+    '0x38'
+    """
+    return _convert(x, fmt, mode, saturate, subnormals, rng, to_codes=True, want_flags=flags)
+
+
+def decode(codes: Any, fmt: FloatFormat | str) -> Any:
+    """Values of the codes of ``fmt`` as float64 (float32 for formats that fit it)... see below.
+
+    Returns float64 always: every value of every format lowprec accepts is a
+    float64 exactly. Codes must be unsigned or non-negative integers below
+    ``2**width``.
+
+    >>> float(decode(0x7E, "fp8_e4m3"))
+    448.0
+    """
+    fmt = get_format(fmt)
+    scalar = np.ndim(codes) == 0 and not isinstance(codes, np.ndarray)
+    arr = np.asarray(codes)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(
+            f"codes must be an integer array (uint8/uint16/uint32), got dtype {arr.dtype}"
+        )
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0 or hi >= (1 << fmt.width):
+            bad = lo if lo < 0 else hi
+            raise ValueError(
+                f"code {bad} is out of range for {fmt.name}: codes are 0 .. {(1 << fmt.width) - 1}"
+                f" ({fmt.width} bits)"
+            )
+    table = _decode_table(fmt) if fmt.width <= 16 else None
+    if table is not None:
+        out = table[arr.astype(np.intp, copy=False)] if arr.size else np.empty(arr.shape)
+    else:
+        flat = np.ascontiguousarray(arr.reshape(-1)).astype(np.uint32, copy=False)
+        out = np.empty(flat.shape, dtype=np.float64)
+        _engine.decode_kernel(_engine.format_params(fmt), flat, out)
+        out = out.reshape(arr.shape)
+    return out[()] if scalar else out
+
+
+_TABLES: dict[FloatFormat, np.ndarray] = {}
+
+
+def _decode_table(fmt: FloatFormat) -> np.ndarray:
+    """All values of a format of at most 16 bits, indexed by code (cached)."""
+    table = _TABLES.get(fmt)
+    if table is None:
+        codes = np.arange(1 << fmt.width, dtype=np.uint32)
+        table = np.empty(codes.shape, dtype=np.float64)
+        _engine.decode_kernel(_engine.format_params(fmt), codes, table)
+        table.setflags(write=False)
+        _TABLES[fmt] = table
+    return table
