@@ -1,0 +1,174 @@
+"""Regenerate every PNG in ``figures/`` from code: ``lowprec figures [--out DIR]``.
+
+Each figure is a small function that builds a :class:`matplotlib.figure.Figure`
+(no pyplot, no global settings) from seeded data, so the files are the same on
+every run with the same library versions (fixed dpi, no date or software in the
+PNG metadata). A figure whose data comes from a part of lowprec that is not
+installed yet is skipped with a note.
+
+    python -m lowprec.figures --out figures/
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from . import plot as lpp
+
+DPI = 110
+_PNG_METADATA = {"Software": None}  # nothing that changes between runs or versions
+
+
+class FigureSkipped(Exception):
+    """A figure cannot be drawn yet (its data source is missing); the message says why."""
+
+
+def _fig(w: float, h: float) -> Figure:
+    return Figure(figsize=(w, h), layout="constrained")
+
+
+def _synthetic_gradients(n: int = 200_000, seed: int = 0) -> np.ndarray:
+    """Log-normal magnitudes with random signs, most of them below 2^-24 (the shape of
+    the activation gradients in Micikevicius et al. 2018, Fig. 3), plus 3% exact zeros."""
+    rng = np.random.default_rng(seed)
+    mag = np.exp2(rng.normal(-30.0, 5.5, n))
+    sign = rng.choice([-1.0, 1.0], n)
+    x = sign * mag
+    x[rng.random(n) < 0.03] = 0.0
+    return x
+
+
+# ------------------------------------------------------------------ figures
+def underflow_fp16() -> Figure:
+    fig = _fig(10, 4.6)
+    ax = fig.add_subplot()
+    lpp.underflow_histogram(_synthetic_gradients(), "fp16", loss_scale=2.0**12,
+                            label="gradient x (synthetic)", ax=ax,
+                            title="FP16 flushes most small gradients to zero; a loss scale "
+                                  "S = $2^{12}$ saves them")
+    return fig
+
+
+def underflow_formats() -> Figure:
+    fig = _fig(10, 5.2)
+    ax = fig.add_subplot()
+    lpp.underflow_histogram(_synthetic_gradients(), ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"],
+                            label="gradient x (synthetic)", ax=ax,
+                            title="The same gradients in four formats: bf16 keeps them all, "
+                                  "FP8 loses most")
+    return fig
+
+
+def number_lines() -> Figure:
+    fig = _fig(10, 7.6)
+    axes = fig.subplots(3, 1)
+    lpp.number_line("fp4_e2m1", ax=axes[0])
+    lpp.number_line("fp8_e4m3", ax=axes[1])
+    lpp.number_line("fp8_e4m3", scale="log2", ax=axes[2],
+                    title="The same fp8_e4m3 values on a log2 axis: every binade holds 8 "
+                          "values")
+    return fig
+
+
+def format_ranges() -> Figure:
+    fig = _fig(10, 4.4)
+    ax = fig.add_subplot()
+    lpp.format_comparison(["fp32", "tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "fp6_e3m2",
+                           "fp6_e2m3", "fp4_e2m1"], ax=ax)
+    return fig
+
+
+def ulp_spacing() -> Figure:
+    fig = _fig(8, 5.2)
+    ax = fig.add_subplot()
+    lpp.spacing(["fp16", "fp8_e5m2", "fp8_e4m3", "fp4_e2m1"], ax=ax)
+    return fig
+
+
+def rounding_error() -> Figure:
+    fig = _fig(10, 7.5)
+    axes = fig.subplots(2, 1, sharex=True, sharey=True)
+    lpp.relative_error("fp8_e4m3", ax=axes[0])
+    lpp.relative_error("fp8_e5m2", ax=axes[1])
+    axes[0].set_xlabel("")
+    return fig
+
+
+def stochastic_rounding() -> Figure:
+    fig = _fig(7.5, 4.6)
+    ax = fig.add_subplot()
+    lpp.stochastic_rounding(0.3, "fp8_e4m3", n=10_000, rng=0, ax=ax)
+    return fig
+
+
+#: Every figure: file stem -> builder.
+FIGURES: dict[str, Callable[[], Figure]] = {
+    "underflow_fp16": underflow_fp16,
+    "underflow_formats": underflow_formats,
+    "number_lines": number_lines,
+    "format_ranges": format_ranges,
+    "ulp_spacing": ulp_spacing,
+    "rounding_error": rounding_error,
+    "stochastic_rounding": stochastic_rounding,
+}
+
+
+def save(fig: Figure, path: Path) -> None:
+    """Write ``fig`` as a PNG with fixed dpi and no varying metadata."""
+    fig.savefig(path, dpi=DPI, metadata=_PNG_METADATA)
+
+
+def generate(out: str | Path = "figures", names: list[str] | None = None,
+             *, verbose: bool = True) -> list[Path]:
+    """Draw the figures ``names`` (default: all) into ``out``; returns the files written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    unknown = [n for n in names or [] if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(FIGURES)}")
+    written = []
+    for name in names or list(FIGURES):
+        try:
+            fig = FIGURES[name]()
+        except FigureSkipped as why:
+            if verbose:
+                print(f"skipped {name}: {why}")
+            continue
+        path = out / f"{name}.png"
+        save(fig, path)
+        written.append(path)
+        if verbose:
+            print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
+    return written
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="figures", help="folder for the PNGs (default: figures)")
+    p.add_argument("names", nargs="*", metavar="FIGURE",
+                   help=f"figures to draw (default: all): {', '.join(FIGURES)}")
+    p.add_argument("--list", action="store_true", help="list the figures and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        for name, fn in FIGURES.items():
+            print(f"{name:<22} {(fn.__doc__ or '').strip().splitlines()[0] if fn.__doc__ else ''}")
+        return 0
+    generate(args.out, args.names or None)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m lowprec.figures", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
