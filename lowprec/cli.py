@@ -37,6 +37,13 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_figures(args: argparse.Namespace) -> int:
+    """Regenerate the PNGs of figures/ (lowprec.figures)."""
+    from .figures import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lowprec",
@@ -46,6 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="table of formats")
     p.add_argument("formats", nargs="*", metavar="FORMAT", help="formats to show (default: all)")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("figures", help="regenerate every PNG in figures/ from code")
+    p.add_argument("--out", default="figures", help="folder for the PNGs (default: figures)")
+    p.add_argument("names", nargs="*", metavar="FIGURE", help="figures to draw (default: all)")
+    p.add_argument("--list", action="store_true", help="list the figures and exit")
+    p.set_defaults(func=cmd_figures)
     return parser
 
 

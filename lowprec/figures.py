@@ -46,6 +46,7 @@ def _synthetic_gradients(n: int = 200_000, seed: int = 0) -> np.ndarray:
 
 # ------------------------------------------------------------------ figures
 def underflow_fp16() -> Figure:
+    """Histogram of synthetic gradients against fp16's regions, with and without loss scale 2^12."""
     fig = _fig(10, 4.6)
     ax = fig.add_subplot()
     lpp.underflow_histogram(_synthetic_gradients(), "fp16", loss_scale=2.0**12,
@@ -56,6 +57,7 @@ def underflow_fp16() -> Figure:
 
 
 def underflow_formats() -> Figure:
+    """The same gradients against fp16, bf16, fp8_e4m3 and fp8_e5m2 at once."""
     fig = _fig(10, 5.2)
     ax = fig.add_subplot()
     lpp.underflow_histogram(_synthetic_gradients(), ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"],
@@ -66,6 +68,7 @@ def underflow_formats() -> Figure:
 
 
 def number_lines() -> Figure:
+    """Every positive value of fp4_e2m1 and fp8_e4m3 on linear and log2 axes, ulp per binade."""
     fig = _fig(10, 7.6)
     axes = fig.subplots(3, 1)
     lpp.number_line("fp4_e2m1", ax=axes[0])
@@ -77,6 +80,7 @@ def number_lines() -> Figure:
 
 
 def format_ranges() -> Figure:
+    """Range (binades, subnormals hatched) and precision of nine formats side by side."""
     fig = _fig(10, 4.4)
     ax = fig.add_subplot()
     lpp.format_comparison(["fp32", "tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "fp6_e3m2",
@@ -85,6 +89,7 @@ def format_ranges() -> Figure:
 
 
 def ulp_spacing() -> Figure:
+    """Gap to the next value against the value: the ulp staircase of four formats."""
     fig = _fig(8, 5.2)
     ax = fig.add_subplot()
     lpp.spacing(["fp16", "fp8_e5m2", "fp8_e4m3", "fp4_e2m1"], ax=ax)
@@ -92,6 +97,7 @@ def ulp_spacing() -> Figure:
 
 
 def rounding_error() -> Figure:
+    """Relative rounding error across binades for fp8_e4m3 and fp8_e5m2 (round to nearest even)."""
     fig = _fig(10, 7.5)
     axes = fig.subplots(2, 1, sharex=True, sharey=True)
     lpp.relative_error("fp8_e4m3", ax=axes[0])
@@ -101,6 +107,7 @@ def rounding_error() -> Figure:
 
 
 def stochastic_rounding() -> Figure:
+    """10,000 stochastic roundings of 0.3 to fp8_e4m3 against the two neighbours."""
     fig = _fig(7.5, 4.6)
     ax = fig.add_subplot()
     lpp.stochastic_rounding(0.3, "fp8_e4m3", n=10_000, rng=0, ax=ax)
@@ -158,7 +165,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.list:
         for name, fn in FIGURES.items():
-            print(f"{name:<22} {(fn.__doc__ or '').strip().splitlines()[0] if fn.__doc__ else ''}")
+            print(f"{name:<22} {(fn.__doc__ or '').strip()}")
         return 0
     generate(args.out, args.names or None)
     return 0

@@ -323,6 +323,8 @@ def underflow_histogram(
                 ax.add_patch(Rectangle((s, 0), e - s, bands_bottom, transform=trans,
                                        facecolor=REGION_COLORS[region], alpha=0.12,
                                        linewidth=0, gid=f"shade:{f.name}:{region}"))
+        if len(fmts) == 1:
+            _label_band(ax, f, spans, xlim, y0 + band_h / 2, trans)
         ax.text(xlim[0] + 0.3, y0 + band_h / 2, f.name, transform=trans, ha="left",
                 va="center", fontsize=8, fontweight="bold",
                 bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
@@ -375,6 +377,31 @@ def underflow_histogram(
               frameon=False)
     ax.set_title(title or "Where the values land in " + ", ".join(f.name for f in fmts))
     return ax
+
+
+def _label_band(ax: Axes, f: FloatFormat, spans: dict, xlim: tuple[float, float],
+                y: float, trans: Any) -> None:
+    """Write each region's name and range into its band segment where it fits."""
+    fig = ax.get_figure()
+    width_in = ax.get_position().width * fig.get_figwidth() if fig is not None else 6.0
+    per_binade = width_in * 72 / (xlim[1] - xlim[0])  # points per binade
+    b_sub, b_norm, b_max = region_edges(f)
+    texts = {
+        "zero": [f"lost to zero (below $2^{{{b_sub:.0f}}}$)", "lost to zero"],
+        "subnormal": [f"subnormal ($2^{{{b_sub:.0f}}}$ to $2^{{{b_norm:.0f}}}$)", "subnormal"],
+        "normal": [f"normal ($2^{{{b_norm:.0f}}}$ to max = {f.max:g})", "normal"],
+        "overflow": ["overflow", "over"],
+    }
+    for region, (s, e) in spans.items():
+        s, e = max(s, xlim[0]), min(e, xlim[1])
+        if region == "zero":
+            s += 5.0 * 72 * 0.08 / per_binade * 1.2  # leave room for the format name
+        room = (e - s) * per_binade
+        for text in texts[region]:
+            if room >= 0.62 * 7.5 * (len(text) - 3 * text.count("$")):
+                ax.text((s + e) / 2, y, text, transform=trans, ha="center", va="center",
+                        fontsize=7.5)
+                break
 
 
 # ------------------------------------------------------------ 2. number lines
