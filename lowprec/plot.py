@@ -213,33 +213,40 @@ def gradient_samples(
     run: str | Path | Any, kind: str = "act_grad", layer: str | None = None,
     step: int | None = None,
 ) -> np.ndarray:
-    """Gradient samples saved by a training run (``grads.npz``), concatenated.
+    """Gradient samples saved by a training run, concatenated into one float64 array.
 
-    ``run`` is the run's folder (or an object with a ``folder``/``path`` attribute).
-    Arrays are named ``<kind>/<layer>/step<N>``; ``layer`` and ``step`` select among them
-    (None = all). Raises ValueError listing what is there when nothing matches.
+    ``run`` is a run's folder (holding ``grads.npz``) or a loaded run with a ``grads``
+    mapping (``lowprec.train.load_run``). Samples are named ``<kind>/<layer>/step<N>``;
+    ``layer`` and ``step`` select among them (None = all). Raises ValueError listing
+    what is there when nothing matches.
     """
-    folder = Path(run if isinstance(run, (str, Path)) else
-                  (_get_opt(run, "folder") or _get_opt(run, "path")))
-    path = folder / "grads.npz"
+    grads = _get_opt(run, "grads") if not isinstance(run, (str, Path)) else None
+    if grads is not None:
+        where = f"run {_get_opt(run, 'policy')!r}"
+        return _pick_samples(grads, list(grads), kind, layer, step, where)
+    path = Path(run) / "grads.npz"
     if not path.exists():
         raise ValueError(f"{path} does not exist; a training run saves its gradient samples "
                          "there (lowprec.train)")
     with np.load(path) as data:
-        names = sorted(data.files)
-        picked = []
-        for name in names:
-            parts = name.split("/")
-            if len(parts) != 3 or parts[0] != kind:
-                continue
-            if layer is not None and parts[1] != layer:
-                continue
-            if step is not None and parts[2] != f"step{step}":
-                continue
-            picked.append(np.asarray(data[name], dtype=np.float64).ravel())
+        return _pick_samples(data, list(data.files), kind, layer, step, str(path))
+
+
+def _pick_samples(data: Any, names: list[str], kind: str, layer: str | None,
+                  step: int | None, where: str) -> np.ndarray:
+    picked = []
+    for name in sorted(names):
+        parts = name.split("/")
+        if len(parts) != 3 or parts[0] != kind:
+            continue
+        if layer is not None and parts[1] != layer:
+            continue
+        if step is not None and parts[2] != f"step{step}":
+            continue
+        picked.append(np.asarray(data[name], dtype=np.float64).ravel())
     if not picked:
-        raise ValueError(f"no arrays {kind}/{layer or '*'}/step{step if step is not None else '*'}"
-                         f" in {path}; it holds: {', '.join(names)}")
+        raise ValueError(f"no samples {kind}/{layer or '*'}/step{step if step is not None else '*'}"
+                         f" in {where}; it holds: {', '.join(sorted(names)) or 'nothing'}")
     return np.concatenate(picked)
 
 
@@ -703,13 +710,13 @@ def stochastic_rounding(
         ax.text(xv, fr + 0.02, f"{fr:.3f}", ha="center", va="bottom", fontsize=8)
     mean = float(np.mean(samples))
     rne = float(round_to(x, f, "rne"))
-    ax.axvline(x, color=OKABE_ITO["vermillion"], linewidth=1.5, label=f"x = {x:g}")
-    ax.axvline(mean, color=OKABE_ITO["bluish_green"], linewidth=1.5, linestyle=":",
-               label=f"mean of the results = {mean:.6g}")
+    ax.axvline(x, color=OKABE_ITO["vermillion"], linewidth=3, alpha=0.6, label=f"x = {x:g}")
+    ax.axvline(mean, color="black", linewidth=1.4, linestyle=":", zorder=3,
+               label=f"mean of the results = {mean:.6g} (unbiased)")
     ax.plot([rne], [0], marker="^", markersize=10, color=OKABE_ITO["orange"],
             linestyle="none", clip_on=False, label=f"round to nearest (always) = {rne:g}")
     ax.set_xlim(lo - 0.3 * gap, hi + 0.3 * gap)
-    ax.set_ylim(0, 1.15)
+    ax.set_ylim(0, 1.05)
     ax.set_xticks([lo, x, hi], [f"lower\n{lo:g}", f"x\n{x:g}", f"upper\n{hi:g}"])
     ax.set_xlabel(f"value (linear scale; neighbours in {f.name} are {gap:g} apart)")
     ax.set_ylabel("fraction of results")
@@ -796,7 +803,9 @@ def _per_layer(run: Any, key: str, ylabel: str, title: str, ax: Axes | None) -> 
     data = _hist(run, key)
     layers = _get_opt(run, "layers") or list(data)
     for i, layer in enumerate(layers):
-        y = 100 * np.asarray(data[layer], dtype=np.float64)
+        if data.get(layer) is None:  # not measured for this policy (null in run.json)
+            continue
+        y = 100 * np.asarray(data[layer], dtype=np.float64)  # null steps become NaN
         ax.plot(steps[: y.size], y, color=SERIES_COLORS[i % len(SERIES_COLORS)],
                 linewidth=1.3, label=str(layer), gid=str(layer))
     ax.set_xlabel("training step")
@@ -855,7 +864,8 @@ def loss_scale_trace(runs: Any, *, title: str | None = None, ax: Axes | None = N
 def scheme_errors(
     errors: Mapping[str, Any],
     *,
-    ylabel: str = "relative RMS error",
+    metric: str = "relative RMS error",
+    logy: bool = True,
     title: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
@@ -863,7 +873,8 @@ def scheme_errors(
 
     ``errors`` maps a scheme name to either a number (a scheme without blocks, e.g.
     per-tensor scaling: drawn as a horizontal dashed line) or a mapping block size ->
-    error (a line with markers over log2 block size). gid of each artist: the scheme name.
+    error (a line with markers over log2 block size). ``metric`` names the y axis (e.g.
+    ``"SQNR (dB)"`` with ``logy=False``). gid of each artist: the scheme name.
     """
     ax = _new_ax(ax, (7.5, 4.5))
     blocks_seen: set[int] = set()
@@ -882,13 +893,14 @@ def scheme_errors(
     for name, err, color in flat:
         ax.axhline(err, color=color, linestyle="--", linewidth=1.4, label=name, gid=name)
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
+    if logy:
+        ax.set_yscale("log")
     if blocks_seen:
         ticks = sorted(blocks_seen)
         ax.set_xticks(ticks, [str(b) for b in ticks])
         ax.minorticks_off()
     ax.set_xlabel("block size (values sharing one scale; log scale, base 2)")
-    ax.set_ylabel(ylabel + " (log scale)")
+    ax.set_ylabel(metric + (" (log scale)" if logy else ""))
     ax.legend(fontsize=8)
     ax.grid(True, color="0.92", linewidth=0.6)
     ax.set_title(title or "Quantization error per scheme and block size")
@@ -932,10 +944,9 @@ def outlier_scaling(
     med = np.median(np.abs(xv[xv != 0])) if np.any(xv != 0) else 0.0
     out = np.flatnonzero(np.abs(xv) > 10 * med)
     if out.size:
-        trans = blended_transform_factory(ax.transData, ax.transAxes)
-        ax.plot(out, np.full(out.size, 0.97), marker="v", color=OKABE_ITO["vermillion"],
-                linestyle="none", transform=trans, markersize=7, gid="outliers",
-                label=f"outlier (|x| > 10 × median), {out.size}")
+        ax.vlines(out, 0, 1, transform=ax.get_xaxis_transform(), color=OKABE_ITO["vermillion"],
+                  alpha=0.35, linewidth=4, gid="outliers", zorder=0,
+                  label=f"outlier (|x| > 10 × median |x|): {out.size}")
     ax.set_yscale("log")
     ax.set_xlabel("element index" + (f"  (dotted lines: blocks of {block_size})"
                                      if block_size else ""))

@@ -156,6 +156,10 @@ def test_gradient_samples_reads_a_run_folder(tmp_path):
     assert np.array_equal(lpp.gradient_samples(tmp_path, "weight_grad", "fc1", 0), a * 7)
     with pytest.raises(ValueError, match="it holds"):
         lpp.gradient_samples(tmp_path, "act_grad", "fc3")
+    run = FakeRun("p", ["fc1"], grads={"act_grad/fc1/step3": a})
+    assert np.array_equal(lpp.gradient_samples(run, step=3), a)
+    with pytest.raises(ValueError, match="it holds: act_grad/fc1/step3"):
+        lpp.gradient_samples(run, step=4)
     with pytest.raises(ValueError, match="does not exist"):
         lpp.gradient_samples(tmp_path / "nope")
 
@@ -252,6 +256,7 @@ class FakeRun:
     policy: str
     layers: list
     history: dict = field(default_factory=dict)
+    grads: dict = field(default_factory=dict)
 
 
 def fake_run(policy, steps=50, seed=0):
@@ -306,7 +311,7 @@ def test_scaling_and_accumulation_plots():
     assert np.allclose(by_gid(ax, "per-block").get_ydata(), 1e-3)
     rel = by_gid(ax, "per-tensor").get_ydata()
     assert np.isnan(rel[5]) and np.all(rel[np.arange(64) != 5] == 1.0)
-    assert list(by_gid(ax, "outliers").get_xdata()) == [5]
+    assert [seg[0, 0] for seg in by_gid(ax, "outliers").get_segments()] == [5]
     k = [16, 64, 256]
     ax = lpp.accumulation_error(k, {"fp16 acc": [1e-3, 4e-3, 1.6e-2]})
     assert list(by_gid(ax, "fp16 acc").get_xdata()) == k
