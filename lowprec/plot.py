@@ -426,7 +426,7 @@ def number_line(
     (every binade the same width, a log axis with base 2). The subnormal range is shaded,
     the smallest subnormal, smallest normal and max are labelled, and the spacing (ulp)
     of each binade is written above it where it fits. Negative values mirror these.
-    The ticks are two ``vlines`` collections with gid ``"subnormal"`` and ``"normal"``.
+    The ticks are two lines (x, x, NaN per value) with gid ``"subnormal"`` and ``"normal"``.
     """
     f = get_format(fmt)
     if scale not in ("linear", "log2"):
@@ -450,11 +450,15 @@ def number_line(
     # Alternate binades lightly so each binade can be told apart.
     for e in range(f.emin, f.emax + 1):
         if (e - f.emin) % 2:
-            ax.axvspan(2.0**e, min(2.0 ** (e + 1), f.max), color="0.5", alpha=0.08, **band)
-    ax.vlines(v[~is_normal], 0, 1, color=REGION_COLORS["subnormal"], linewidth=lw,
-              label=f"subnormal values ({np.count_nonzero(~is_normal)})", gid="subnormal")
-    ax.vlines(v[is_normal], 0, 1, color=OKABE_ITO["blue"], linewidth=lw,
-              label=f"normal values ({np.count_nonzero(is_normal)})", gid="normal")
+            ax.axvspan(2.0**e, min(2.0 ** (e + 1), f.max), color="0.5", alpha=0.14, **band)
+    for kind, vals, color in (("subnormal", v[~is_normal], REGION_COLORS["subnormal"]),
+                              ("normal", v[is_normal], OKABE_ITO["blue"])):
+        # One line broken by NaNs draws 30,000 ticks far faster than vlines.
+        xs = np.repeat(vals, 3)
+        xs[2::3] = np.nan
+        ys = np.tile([0.0, 1.0, np.nan], vals.size)
+        ax.plot(xs, ys, color=color, linewidth=lw, gid=kind,
+                label=f"{kind} values ({vals.size})")
     if scale == "linear" and f.has_zero:
         ax.plot([0], [0.5], marker="o", color="black", markersize=4, linestyle="none",
                 label="zero", gid="zero")
