@@ -12,6 +12,7 @@ installed yet is skipped with a note.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -125,10 +126,62 @@ def _need(module: str, branch: str):
                             f"{exc}") from None
 
 
+#: The presets compared in the training figures, and the length of their runs.
+TRAINING_POLICIES = ("fp32", "fp16-naive", "fp16-static", "fp16-amp", "bf16-pure",
+                     "bf16-pure-sr", "bf16-master")
+TRAINING_STEPS = 300
+
+
+@functools.lru_cache(maxsize=1)
+def _training_runs() -> dict:
+    """One seeded run per preset on the "underflow" task (shared by the training figures)."""
+    train = _need("train", "trainer")
+    runs = {p: train.train(p, "underflow", steps=TRAINING_STEPS, seed=0, eval_every=25)
+            for p in TRAINING_POLICIES}
+    # PyTorch's GradScaler defaults never change the scale in 300 steps here; start it
+    # too high and let it grow every 25 steps to show back-off and skipped steps.
+    amp = train.get_policy("fp16-amp").replace(name="fp16-amp from $2^{40}$, growing every 25",
+                                               init_scale=2.0**40, growth_interval=25)
+    with np.errstate(over="ignore", invalid="ignore"):  # the overflowing steps are the point
+        runs[amp.name] = train.train(amp, "underflow", steps=TRAINING_STEPS, seed=0,
+                                     eval_every=25)
+    return runs
+
+
 def training_comparison() -> Figure:
-    """Loss, accuracy, underflow per layer and loss-scale trace of the training presets."""
-    _need("train", "trainer")
-    raise FigureSkipped("waiting for the trainer's run API")
+    """Loss and accuracy of the precision presets on the underflow task (real runs)."""
+    runs = {p: r for p, r in _training_runs().items() if p in TRAINING_POLICIES}
+    fig = _fig(12, 4.8)
+    ax1, ax2 = fig.subplots(1, 2)
+    lpp.training_curves(runs, "loss", ax=ax1, show_train=False,
+                        title="Held-out loss per precision preset (underflow task)")
+    lpp.training_curves(runs, "acc", ax=ax2, show_train=False,
+                        title="Held-out accuracy per precision preset")
+    return fig
+
+
+def training_underflow() -> Figure:
+    """Inside the runs: gradients flushed to zero, updates lost, the loss-scale trace."""
+    runs = _training_runs()
+    fig = _fig(15, 4.6)
+    ax1, ax2, ax3 = fig.subplots(1, 3)
+    lpp.underflow_per_layer(runs["fp16-naive"], ax=ax1)
+    lpp.lost_updates(runs["bf16-pure"], ax=ax2)
+    dyn = [k for k in runs if k.startswith("fp16-amp from")]
+    lpp.loss_scale_trace({k: runs[k] for k in ["fp16-static", "fp16-amp", *dyn]}, ax=ax3,
+                         title="Loss scale; × = step skipped (inf/NaN gradients)")
+    return fig
+
+
+def underflow_run() -> Figure:
+    """Real activation gradients of the fp32 run against fp16, with the static scale 2^12."""
+    g = lpp.gradient_samples(_training_runs()["fp32"], "act_grad")
+    fig = _fig(10, 4.6)
+    ax = fig.add_subplot()
+    lpp.underflow_histogram(g, "fp16", loss_scale=2.0**12, ax=ax, label="gradient g",
+                            title="Activation gradients of a real fp32 run against FP16, "
+                                  "unscaled and with fp16-static's S = $2^{12}$")
+    return fig
 
 
 def scaling_schemes() -> Figure:
@@ -184,7 +237,9 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "ulp_spacing": ulp_spacing,
     "rounding_error": rounding_error,
     "stochastic_rounding": stochastic_rounding,
+    "underflow_run": underflow_run,
     "training_comparison": training_comparison,
+    "training_underflow": training_underflow,
     "scaling_schemes": scaling_schemes,
     "accumulation": accumulation,
 }

@@ -96,6 +96,8 @@ REGION_LABELS: dict[str, str] = {
 }
 
 _FIGSIZE = (9.0, 4.5)
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+_DASHES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), "-", "--")
 _MAX_ENUMERATED = 1 << 16  # number_line draws every value of formats up to 16 bits
 
 
@@ -756,14 +758,16 @@ def training_curves(
     runs: Any,
     metric: str = "loss",
     *,
-    logy: bool | None = None,
+    show_train: bool = True,
+    logy: bool = False,
     title: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Loss (``metric="loss"``) or accuracy (``"acc"``) per step, one colour per run.
 
-    Training values are a thin line, evaluation values (``eval_step``/``eval_loss`` or
-    ``eval_acc``) markers joined by a thick line. Runs are a mapping label -> run, a list
+    Training values are a thin line (``show_train``), evaluation values (``eval_step``/
+    ``eval_loss`` or ``eval_acc``) markers joined by a thick line; each run has its own
+    colour, marker and dash pattern, so runs whose curves coincide stay visible. Runs are a mapping label -> run, a list
     of runs (labelled by ``policy``) or one run; a run is any object or dict with
     ``history`` holding the fields of ``run.json``.
     """
@@ -771,34 +775,54 @@ def training_curves(
         raise ValueError(f"metric must be 'loss' or 'acc', got {metric!r}")
     ax = _new_ax(ax, (7.0, 4.5))
     train_key = "loss" if metric == "loss" else "train_acc"
+    curves: dict[str, np.ndarray] = {}
     for i, (label, run) in enumerate(_runs(runs)):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        marker, dash = _MARKERS[i % len(_MARKERS)], _DASHES[i % len(_DASHES)]
         h = _get(run, "history")
         steps = np.asarray(_hist(run, "step"))
         train = _get_opt(h, train_key)
-        if train is not None and len(train):
+        if show_train and train is not None and len(train):
             y = np.asarray(train, dtype=np.float64)
             ax.plot(steps, y, color=color, linewidth=0.7, alpha=0.5, gid=f"{label}:train")
         ev_steps, ev = _get_opt(h, "eval_step"), _get_opt(h, f"eval_{metric}")
         if ev is not None and len(ev):
+            curves[label] = np.asarray(ev, dtype=np.float64)
             ax.plot(np.asarray(ev_steps), np.asarray(ev, dtype=np.float64), color=color,
-                    marker="o", markersize=3.5, linewidth=1.8, gid=f"{label}:eval",
+                    marker=marker, markersize=5, linewidth=1.6, linestyle=dash,
+                    markerfacecolor="none" if i % 2 else color, gid=f"{label}:eval",
                     label=label)
         else:
-            ax.plot([], [], color=color, linewidth=1.8, label=label)
-    if logy if logy is not None else metric == "loss":
+            ax.plot([], [], color=color, linewidth=1.6, linestyle=dash, label=label)
+    _note_coinciding(ax, curves)
+    if logy:
         ax.set_yscale("log")
     ax.set_xlabel("training step")
     ax.set_ylabel("loss (log scale)" if ax.get_yscale() == "log" and metric == "loss" else
                   ("loss" if metric == "loss" else "accuracy (fraction correct)"))
     handles, labels = ax.get_legend_handles_labels()
-    handles += [Line2D([], [], color="0.4", linewidth=0.7, alpha=0.6),
-                Line2D([], [], color="0.4", marker="o", markersize=3.5, linewidth=1.8)]
-    labels += ["training (per step)", "evaluation"]
+    if show_train:
+        handles += [Line2D([], [], color="0.4", linewidth=0.7, alpha=0.6),
+                    Line2D([], [], color="0.4", marker="o", markersize=3.5, linewidth=1.6)]
+        labels += ["training batch (per step)", "held-out evaluation"]
     ax.legend(handles, labels, fontsize=8)
     ax.grid(True, color="0.92", linewidth=0.6)
     ax.set_title(title or ("Loss" if metric == "loss" else "Accuracy") + " per precision policy")
     return ax
+
+
+def _note_coinciding(ax: Axes, curves: dict[str, np.ndarray], tol: float = 0.02) -> None:
+    """Say which runs' evaluation curves lie within ``tol`` (relative) of the first one,
+    since they are drawn on top of each other."""
+    if len(curves) < 2:
+        return
+    (ref_label, ref), *rest = curves.items()
+    same = [label for label, c in rest if c.shape == ref.shape and np.all(
+        np.abs(c - ref) <= tol * np.maximum(np.abs(ref), 1e-12))]
+    if same:
+        ax.text(0.5, -0.14, "on top of " + ref_label + " (within " + f"{tol:.0%}"
+                + " at every evaluation): " + ", ".join(same), transform=ax.transAxes,
+                ha="center", va="top", fontsize=8, gid="coinciding", wrap=True)
 
 
 def _per_layer(run: Any, key: str, ylabel: str, title: str, ax: Axes | None) -> Axes:
@@ -852,9 +876,10 @@ def loss_scale_trace(runs: Any, *, title: str | None = None, ax: Axes | None = N
         skipped = np.asarray(_hist(run, "skipped"), dtype=bool)
         ax.step(steps, scale, where="post", color=color, linewidth=1.5, label=label,
                 gid=f"{label}:scale")
+        n_skip = int(skipped.sum())
         ax.plot(steps[skipped], scale[skipped], marker="x", markersize=7, color=color,
                 markeredgewidth=1.6, linestyle="none", gid=f"{label}:skipped",
-                label=f"{label}: skipped step ({int(skipped.sum())})")
+                label=f"{label}: {n_skip} skipped steps" if n_skip else None)
     ax.set_yscale("log", base=2)
     ax.set_xlabel("training step")
     ax.set_ylabel("loss scale S  (log scale, base 2)")

@@ -268,7 +268,7 @@ def fake_run(policy, steps=50, seed=0):
     return FakeRun(policy, ["fc1", "fc2"], {
         "step": step, "loss": list(np.exp(-np.arange(steps) / 20) + 0.01 * rng.random(steps)),
         "train_acc": None, "eval_step": step[::10],
-        "eval_loss": list(np.exp(-np.arange(0, steps, 10) / 20)),
+        "eval_loss": list(np.exp(-np.arange(0, steps, 10) / 20) * (1 + 0.1 * seed)),
         "eval_acc": list(np.linspace(0.1, 0.9, len(step[::10]))),
         "loss_scale": list(scale), "skipped": skipped,
         "grad_underflow": {"fc1": list(rng.random(steps) * 0.1), "fc2": list(rng.random(steps))},
@@ -283,6 +283,9 @@ def test_training_plots_draw_the_run_data():
         line = by_gid(ax, f"{r.policy}:train")
         assert np.array_equal(line.get_ydata(), r.history["loss"])
         assert np.array_equal(by_gid(ax, f"{r.policy}:eval").get_xdata(), r.history["eval_step"])
+    ax = lpp.training_curves({"a": runs[0], "b": runs[0], "c": runs[1]}, "loss")
+    assert "of a (within 2%" in by_gid(ax, "coinciding").get_text()  # b lies on a
+    assert not by_gid(ax, "coinciding").get_text().endswith("c")
     ax = lpp.training_curves({"a": runs[0]}, "acc")
     assert np.array_equal(by_gid(ax, "a:eval").get_ydata(), runs[0].history["eval_acc"])
     ax = lpp.loss_scale_trace(runs[1])
