@@ -996,6 +996,7 @@ def accumulation_error(
     """Error of a dot product against its length K, one line per accumulation model.
 
     ``errors`` maps a model name to errors, one per entry of ``k_values``; log-log axes.
+    Errors of exactly 0 cannot sit on the log axis; the legend says how many were left out.
     """
     k = np.asarray(k_values, dtype=np.float64)
     ax = _new_ax(ax, (7.5, 4.5))
@@ -1004,14 +1005,16 @@ def accumulation_error(
         e = np.asarray(err, dtype=np.float64)
         if e.shape != k.shape:
             raise ValueError(f"{name}: {e.size} errors for {k.size} values of K")
+        n_exact = int(np.count_nonzero(e == 0))
         e = np.where(e > 0, e, np.nan)
+        label = name + (f" (exact for {n_exact} of the K, not drawn)" if n_exact else "")
         ax.plot(k, e, marker=markers[i % len(markers)], markersize=4, linewidth=1.6,
-                color=SERIES_COLORS[i % len(SERIES_COLORS)], label=name, gid=name)
+                color=SERIES_COLORS[i % len(SERIES_COLORS)], label=label, gid=name)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("dot-product length K  (log scale, base 2)")
     ax.set_ylabel(ylabel + " (log scale)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
     ax.grid(True, color="0.92", linewidth=0.6)
     ax.set_title(title or "Accumulation error grows with K")
     return ax

@@ -319,6 +319,9 @@ def test_scaling_and_accumulation_plots():
     k = [16, 64, 256]
     ax = lpp.accumulation_error(k, {"fp16 acc": [1e-3, 4e-3, 1.6e-2]})
     assert list(by_gid(ax, "fp16 acc").get_xdata()) == k
+    ax = lpp.accumulation_error(k, {"fp32": [0.0, 0.0, 1e-7]})
+    assert np.isnan(by_gid(ax, "fp32").get_ydata()[:2]).all()
+    assert "exact for 2 of the K" in ax.get_legend().get_texts()[0].get_text()
     with pytest.raises(ValueError, match="values of K"):
         lpp.accumulation_error(k, {"bad": [1.0]})
 
