@@ -28,7 +28,7 @@ Colours are the Okabe-Ito palette, safe for the common forms of colour blindness
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,23 +45,23 @@ __all__ = [
     "OKABE_ITO",
     "REGION_COLORS",
     "REGION_LABELS",
-    "region_edges",
-    "underflow_shares",
-    "underflow_histogram",
-    "gradient_samples",
-    "number_line",
-    "spacing",
-    "ulp_steps",
+    "accumulation_error",
     "format_comparison",
-    "relative_error",
-    "stochastic_rounding",
-    "training_curves",
-    "underflow_per_layer",
+    "gradient_samples",
     "loss_scale_trace",
     "lost_updates",
-    "scheme_errors",
+    "number_line",
     "outlier_scaling",
-    "accumulation_error",
+    "region_edges",
+    "relative_error",
+    "scheme_errors",
+    "spacing",
+    "stochastic_rounding",
+    "training_curves",
+    "ulp_steps",
+    "underflow_histogram",
+    "underflow_per_layer",
+    "underflow_shares",
 ]
 
 #: The Okabe-Ito colour-blind-safe palette (Okabe & Ito 2008).
@@ -336,7 +336,7 @@ def underflow_histogram(
             _label_band(ax, f, spans, xlim, y0 + band_h / 2, trans)
         ax.text(xlim[0] + 0.3, y0 + band_h / 2, f.name, transform=trans, ha="left",
                 va="center", fontsize=8, fontweight="bold",
-                bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1.5))
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
 
     bar_color = OKABE_ITO["blue"]
     ax.stairs(counts, edges, fill=True, color=bar_color, alpha=0.75, label=label, gid="hist")
@@ -350,7 +350,7 @@ def underflow_histogram(
         ip = int(np.argmax(counts))
         xp = (edges[ip] + edges[ip + 1]) / 2
         ax.annotate("", xy=(xp + shift, peak * 1.04), xytext=(xp, peak * 1.04),
-                    arrowprops=dict(arrowstyle="->", color="black", linewidth=1))
+                    arrowprops={"arrowstyle": "->", "color": "black", "linewidth": 1})
         ax.text(xp + shift / 2, peak * 1.06, f"×S: {shift:+g} binades", ha="center",
                 va="bottom", fontsize=8)
     handles += [Patch(facecolor=REGION_COLORS[r], alpha=0.6, label=REGION_LABELS[r])
@@ -377,9 +377,9 @@ def underflow_histogram(
         lines.append(f"share of {a.size} non-zero values; not shown: " + ", ".join(notes))
     ax.text(0.01, bands_bottom - 0.015, "\n".join(lines), transform=ax.transAxes, ha="left",
             va="top", fontsize=7.5, family="monospace", gid="shares",
-            bbox=dict(facecolor="white", edgecolor="0.7", alpha=0.9, pad=3))
+            bbox={"facecolor": "white", "edgecolor": "0.7", "alpha": 0.9, "pad": 3})
 
-    ax.set_xlabel("log2 |value|  (binades; the histogram bins are 1/%d binade)" % k)
+    ax.set_xlabel(f"log2 |value|  (binades; the histogram bins are 1/{k} binade)")
     ax.set_ylabel("number of values per bin")
     ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= peak * 1.05])
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
@@ -394,7 +394,7 @@ def _label_band(ax: Axes, f: FloatFormat, spans: dict, xlim: tuple[float, float]
     fig = ax.get_figure()
     width_in = ax.get_position().width * fig.get_figwidth() if fig is not None else 6.0
     per_binade = width_in * 72 / (xlim[1] - xlim[0])  # points per binade
-    b_sub, b_norm, b_max = region_edges(f)
+    b_sub, b_norm, _ = region_edges(f)
     texts = {
         "zero": [f"lost to zero (below $2^{{{b_sub:.0f}}}$)", "lost to zero"],
         "subnormal": [f"subnormal ($2^{{{b_sub:.0f}}}$ to $2^{{{b_norm:.0f}}}$)", "subnormal"],
@@ -445,7 +445,7 @@ def number_line(
     sub_lo = 0.0 if scale == "linear" else v[0]
     n_keys = 2 if f.has_subnormals and f.mantissa_bits else 1
     y_top = 1.55 + 0.4 * (n_keys + 1)
-    band = dict(ymin=0, ymax=1.1 / y_top, linewidth=0)
+    band = {"ymin": 0, "ymax": 1.1 / y_top, "linewidth": 0}
     if f.has_subnormals and f.mantissa_bits:
         ax.axvspan(sub_lo, f.smallest_normal, color=REGION_COLORS["subnormal"], alpha=0.15,
                    label="subnormal range", **band)
@@ -506,7 +506,7 @@ def number_line(
             tx = xlim[0] + tx_frac * (xlim[1] - xlim[0])
         ax.annotate(f"{name} = {_num(val)}", xy=(val, 1.0), xytext=(tx, 1.55 + 0.4 * i),
                     ha=ha, va="center", fontsize=8,
-                    arrowprops=dict(arrowstyle="-", color="0.3", linewidth=0.7))
+                    arrowprops={"arrowstyle": "-", "color": "0.3", "linewidth": 0.7})
     ax.set_ylim(0, y_top)
     ax.set_yticks([])
     for side in ("left", "right", "top"):
@@ -907,11 +907,9 @@ def scheme_errors(
     """
     ax = _new_ax(ax, (7.5, 4.5))
     blocks_seen: set[int] = set()
-    i = 0
     flat = []
-    for name, err in errors.items():
+    for i, (name, err) in enumerate(errors.items()):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
-        i += 1
         if isinstance(err, Mapping):
             bs = sorted(err)
             blocks_seen.update(bs)

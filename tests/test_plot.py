@@ -13,14 +13,14 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import ml_dtypes  # noqa: E402
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from matplotlib.patches import Rectangle, StepPatch  # noqa: E402
+import matplotlib.pyplot as plt
+import ml_dtypes
+import numpy as np
+import pytest
+from matplotlib.patches import Rectangle, StepPatch
 
-import lowprec as lp  # noqa: E402
-import lowprec.plot as lpp  # noqa: E402
+import lowprec as lp
+import lowprec.plot as lpp
 
 # format name -> (ml_dtypes/numpy dtype, bits)
 REFS = {
@@ -329,7 +329,7 @@ def test_scaling_and_accumulation_plots():
 # -------------------------------------------------------------- no state
 def test_plots_keep_no_global_state():
     before = dict(matplotlib.rcParams)
-    fig, ax = plt.subplots()
+    _, ax = plt.subplots()
     n_figs = len(plt.get_fignums())
     assert lpp.underflow_histogram(gradients(2000), "fp16", loss_scale=8.0, ax=ax) is ax
     assert lpp.number_line("fp4_e2m1", ax=ax) is ax
@@ -363,3 +363,14 @@ def test_figures_are_byte_stable(tmp_path):
     assert a[0].read_bytes() == b[0].read_bytes()
     with pytest.raises(ValueError, match="unknown figure"):
         figures.generate(tmp_path, ["nope"])
+
+
+def test_readme_example_runs(tmp_path, monkeypatch):
+    """The Python example of docs/readme/plots.md runs as written."""
+    from pathlib import Path
+
+    doc = Path(__file__).parents[1] / "docs" / "readme" / "plots.md"
+    code = doc.read_text().split("```python\n")[1].split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, str(doc), "exec"), {})
+    assert (tmp_path / "where_my_gradients_land.png").exists()
