@@ -460,7 +460,7 @@ def number_line(
         xs[2::3] = np.nan
         ys = np.tile([0.0, 1.0, np.nan], vals.size)
         ax.plot(xs, ys, color=color, linewidth=lw, gid=kind,
-                label=f"{kind} values ({vals.size})")
+                label=f"{kind} values ({vals.size})" if vals.size else None)
     if scale == "linear" and f.has_zero:
         ax.plot([0], [0.5], marker="o", color="black", markersize=4, linestyle="none",
                 label="zero", gid="zero")
