@@ -612,6 +612,7 @@ def relative_error(
     formats: Any,
     *,
     mode: str = "rne",
+    binades: tuple[float, float] | None = None,
     points_per_binade: int | None = None,
     title: str | None = None,
     ax: Axes | None = None,
@@ -619,7 +620,8 @@ def relative_error(
     """Relative error |round(x) - x| / |x| of rounding x to each format, across binades.
 
     x runs over a fine grid, log-uniform from two binades below the smallest subnormal
-    to ``max``. In the normal range the error is a sawtooth under the dashed bound (unit
+    to ``max`` (or over ``binades = (lo, hi)``: from 2**lo to 2**hi, to zoom in on a
+    wide format such as bf16). In the normal range the error is a sawtooth under the dashed bound (unit
     roundoff 2^-p for round-to-nearest, 2^(1-p) for directed modes); in the subnormal
     range the absolute error stays bounded so the relative error grows, up to 100%
     where x is lost to zero. Points rounded exactly (error 0) are left out of the log axis.
@@ -633,7 +635,10 @@ def relative_error(
     for i, f in enumerate(fmts):
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         b_sub, b_norm, b_max = region_edges(f)
-        lo, hi = b_sub - 2, b_max
+        lo, hi = (b_sub - 2, b_max) if binades is None else (float(binades[0]),
+                                                             min(float(binades[1]), b_max))
+        if not hi > lo:
+            raise ValueError(f"binades={binades!r} leaves nothing of {f.name}'s range to draw")
         ppb = points_per_binade or min(4096, max(32, 8 << f.mantissa_bits))
         ppb = max(8, min(ppb, int(300_000 / (hi - lo))))
         t = np.linspace(lo, hi, int((hi - lo) * ppb) + 1)

@@ -234,6 +234,14 @@ def test_relative_error_respects_the_bounds(name, mode):
     assert np.all(rel[lost] == 1.0)
 
 
+def test_relative_error_zoom():
+    ax = lpp.relative_error("bf16", binades=(-3, 2))
+    x = by_gid(ax, "bf16").get_xdata()
+    assert x[0] == 2.0**-3 and x[-1] == 2.0**2
+    with pytest.raises(ValueError, match="nothing"):
+        lpp.relative_error("fp8_e4m3", binades=(10, 12))
+
+
 def test_stochastic_rounding_bars_at_the_two_neighbours():
     ax = lpp.stochastic_rounding(0.3, "fp8_e4m3", n=4000, rng=5)
     bars = [a for a in ax.patches if a.get_gid() == "sr_counts"]
