@@ -115,6 +115,29 @@ def stochastic_rounding() -> Figure:
     return fig
 
 
+def stochastic_sum() -> Figure:
+    """Adding 0.001 four thousand times in bf16: round-to-nearest stalls at 0.5,
+    stochastic rounding follows the exact sum."""
+    from .rounding import round_to
+
+    n, inc, seeds = 4000, 0.001, 5
+    rng = np.random.default_rng(0)
+    rne = np.empty(n)
+    sr = np.empty((n, seeds))
+    a, b = 0.0, np.zeros(seeds)
+    for i in range(n):
+        a = float(round_to(a + inc, "bf16"))
+        b = round_to(b + inc, "bf16", "stochastic", rng=rng)
+        rne[i], sr[i] = a, b
+    fig = _fig(8, 4.6)
+    ax = fig.add_subplot()
+    lpp.running_sum({"bf16, round to nearest even": rne, "bf16, stochastic rounding": sr},
+                    exact=inc * np.arange(1, n + 1), ax=ax,
+                    title="Adding 0.001 in bf16: round-to-nearest stalls at 0.5 (half an ulp "
+                          "there is 0.002)")
+    return fig
+
+
 def _need(module: str, branch: str):
     """Import ``lowprec.<module>``, or skip the figure while that part is missing."""
     import importlib
@@ -266,6 +289,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "ulp_spacing": ulp_spacing,
     "rounding_error": rounding_error,
     "stochastic_rounding": stochastic_rounding,
+    "stochastic_sum": stochastic_sum,
     "underflow_run": underflow_run,
     "training_comparison": training_comparison,
     "training_underflow": training_underflow,

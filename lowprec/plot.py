@@ -11,7 +11,8 @@ Families of figures:
    :func:`gradient_samples` (read a saved training run's gradient samples).
 2. Formats: :func:`number_line`, :func:`spacing` (ulp per binade),
    :func:`format_comparison` (range and precision side by side).
-3. Rounding: :func:`relative_error` (across binades), :func:`stochastic_rounding`.
+3. Rounding: :func:`relative_error` (across binades), :func:`stochastic_rounding`,
+   :func:`running_sum` (stagnation of round-to-nearest against stochastic rounding).
 4. Training runs (the ``run.json`` schema of ``lowprec.train``; any object or dict with
    ``policy`` and ``history`` works): :func:`training_curves`, :func:`underflow_per_layer`,
    :func:`loss_scale_trace`, :func:`lost_updates`.
@@ -57,6 +58,7 @@ __all__ = [
     "scheme_errors",
     "spacing",
     "stochastic_rounding",
+    "running_sum",
     "training_curves",
     "ulp_steps",
     "underflow_histogram",
@@ -735,6 +737,45 @@ def stochastic_rounding(
               frameon=False)
     ax.set_title(title or f"Stochastic rounding of x = {x:g} to {f.name}: "
                  f"P(up) = {p_up:.3f}")
+    return ax
+
+
+def running_sum(
+    traces: Mapping[str, Any],
+    *,
+    exact: Any = None,
+    ylabel: str = "running sum",
+    title: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Running sums against the step, one line per rounding (e.g. round-to-nearest
+    stagnating while stochastic rounding follows the exact sum).
+
+    ``traces`` maps a label to a 1-D array (one trace) or a 2-D array (steps x runs, e.g.
+    several seeds: drawn thin, same colour). ``exact`` is drawn dashed black.
+    gid of each line: its label (``"exact"`` for the exact sum).
+    """
+    ax = _new_ax(ax, (8.0, 4.5))
+    for i, (label, tr) in enumerate(traces.items()):
+        t = np.asarray(tr, dtype=np.float64)
+        if t.ndim == 1:
+            t = t[:, None]
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        lw = 1.8 if t.shape[1] == 1 else 0.9
+        for j in range(t.shape[1]):
+            ax.plot(np.arange(1, t.shape[0] + 1), t[:, j], color=color, linewidth=lw,
+                    gid=label if j == 0 else f"{label}#{j}",
+                    label=label + (f" ({t.shape[1]} runs)" if t.shape[1] > 1 else "")
+                    if j == 0 else None)
+    if exact is not None:
+        e = np.asarray(exact, dtype=np.float64)
+        ax.plot(np.arange(1, e.size + 1), e, color="black", linestyle="--", linewidth=1.4,
+                label="exact", gid="exact")
+    ax.set_xlabel("step (number of terms added)")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(True, color="0.92", linewidth=0.6)
+    ax.set_title(title or "Running sums under different roundings")
     return ax
 
 

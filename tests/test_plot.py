@@ -257,6 +257,15 @@ def test_stochastic_rounding_bars_at_the_two_neighbours():
         lpp.stochastic_rounding(0.25, "fp8_e4m3")
 
 
+def test_running_sum_draws_every_trace():
+    sr = np.arange(12.0).reshape(4, 3)
+    ax = lpp.running_sum({"rne": [1, 1, 1, 1], "sr": sr}, exact=[1, 2, 3, 4])
+    assert list(by_gid(ax, "rne").get_ydata()) == [1, 1, 1, 1]
+    for j, gid in enumerate(["sr", "sr#1", "sr#2"]):
+        assert np.array_equal(by_gid(ax, gid).get_ydata(), sr[:, j])
+    assert list(by_gid(ax, "exact").get_xdata()) == [1, 2, 3, 4]
+
+
 # ---------------------------------------------------------- training runs
 @dataclass
 class FakeRun:
