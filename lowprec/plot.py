@@ -37,6 +37,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from .formats import FloatFormat, get_format
@@ -314,8 +315,14 @@ def underflow_histogram(
     n_rows = len(fmts) * (2 if loss_scale is not None else 1)
     band_h = 0.06 if len(fmts) > 1 else 0.07
     bands_bottom = 1 - band_h * len(fmts) - 0.01
-    table_h = 0.055 * (n_rows + 1 + (1 if n_zero or n_nonfinite else 0))
-    bars_top = bands_bottom - table_h - 0.04
+    fig = ax.get_figure()
+    axes_h_pt = (ax.get_position().height * fig.get_figheight() * 72
+                 if fig is not None else 250.0)
+    n_lines = n_rows + 1 + (1 if n_zero or n_nonfinite else 0)
+    table_h = (n_lines * 7.5 * 1.25 + 10) / axes_h_pt
+    bars_top = bands_bottom - table_h - 0.03
+    if loss_scale is not None:  # room for the arrow and its label above the peak
+        bars_top = (bars_top - 16 / axes_h_pt) / 1.06
     peak = counts.max()
     ax.set_ylim(0, peak / bars_top)
 
@@ -383,7 +390,8 @@ def underflow_histogram(
 
     ax.set_xlabel(f"log2 |value|  (binades; the histogram bins are 1/{k} binade)")
     ax.set_ylabel("number of values per bin")
-    ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= peak * 1.05])
+    ax.set_yticks([t for t in MaxNLocator(nbins=5, integer=True).tick_values(0, peak)
+                   if 0 <= t <= peak * 1.05])
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
               frameon=False)
     ax.set_title(title or "Where the values land in " + ", ".join(f.name for f in fmts))
