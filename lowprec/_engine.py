@@ -505,7 +505,10 @@ def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, co
             a = b & 0x7FFFFFFF
         w = rnd[i] if use_rnd else np.uint64(0)
         ef = a >> frac_bits
-        generic = a >= exp_ones
+        # With no mantissa bits the last kept bit of the input is an exponent
+        # bit, not the significand's (which is always 1): those formats take
+        # the generic path, where ties round up and odd truncates.
+        generic = a >= exp_ones or m == 0
         code = np.int64(0)
         if not generic:
             if ef >= emin_b:

@@ -212,14 +212,20 @@ def _round_up(mode: str, frac: np.ndarray, n0: np.ndarray, negative: np.ndarray)
 def _round_at(a: np.ndarray, qe: np.ndarray, mode: str, negative: np.ndarray):
     """|x| = a rounded to a multiple of 2**qe; returns (result, inexact). Exact:
     a * 2**-qe < 2**54 is a float64 product by a power of two, floor and the
-    fractional part of such a number are exact, and so is n * 2**qe."""
+    fractional part of such a number are exact, and so is n * 2**qe (the one
+    inexact case, a * 2**-qe below 2**-60, is replaced by 2**-60: same decisions)."""
     k = np.ldexp(a, -qe)
+    # Far below the quantum, a * 2**-qe could underflow float64; any value in
+    # (0, 1/2) then gives the same decisions (truncated significand 0, below half).
+    e = np.frexp(a)[1] - 1
+    k = np.where(e - qe < -60, 2.0**-60, k)
     n0 = np.floor(k)
     frac = k - n0
     n = n0 + _round_up(mode, frac, n0, negative)
     return np.ldexp(n, qe), frac != 0
 
 
+@np.errstate(over="ignore", under="ignore")  # n * 2**qe may be inf: that is overflow
 def round_reference(x: np.ndarray, fmt, mode: str, saturate: bool = False,
                     subnormals: bool = True, signaling: np.ndarray | None = None):
     """Vectorised exact reference: ``(values, flags)`` for float64 ``x``.
@@ -307,6 +313,7 @@ def positive_values(fmt) -> np.ndarray:
     return np.unique(t[np.isfinite(t) & (t > 0)])
 
 
+@np.errstate(over="ignore")
 def edge_cases(fmt) -> np.ndarray:
     """Non-negative float64 edge cases: zero, the smallest subnormal, half of it,
     the smallest normal, max, the overflow threshold (half a step of max's binade
@@ -321,6 +328,7 @@ def edge_cases(fmt) -> np.ndarray:
     return out
 
 
+@np.errstate(over="ignore")
 def cases(fmt, n: int, seed: int) -> np.ndarray:
     """At least ``n`` float64 inputs for ``fmt``, both signs: every value and every
     midpoint between neighbours (sampled when there are too many) with one float64

@@ -162,3 +162,37 @@ def test_documented_examples() -> None:
     # Half the smallest fp16 subnormal (2**-25) ties to 0; a hair above goes up.
     assert lp.round_to(2.0**-25, "fp16") == 0.0
     assert lp.round_to(np.nextafter(2.0**-25, 1), "fp16") == 2.0**-24
+
+
+CUSTOM = [
+    dict(exponent_bits=2, mantissa_bits=0, has_inf=False, nan="none"),  # {0, 1, 2, 4}
+    dict(exponent_bits=3, mantissa_bits=0, has_inf=False, nan="max"),
+    dict(exponent_bits=3, mantissa_bits=2),  # IEEE-style fp6
+    dict(exponent_bits=4, mantissa_bits=3, bias=20),  # tiny values only
+    dict(exponent_bits=5, mantissa_bits=1, bias=-3, has_inf=False, nan="none"),  # no small
+    dict(exponent_bits=6, mantissa_bits=1, has_inf=False, nan="negzero", bias=33),
+    dict(exponent_bits=5, mantissa_bits=0, signed=False, has_inf=False, nan="max",
+         has_subnormals=False),  # an e8m0-like unsigned scale format
+    dict(exponent_bits=11, mantissa_bits=4),  # float64's exponent range: no float32 path
+    dict(exponent_bits=10, mantissa_bits=9, bias=400),  # beyond float32 both ways
+    dict(exponent_bits=3, mantissa_bits=12),  # more precision than range
+]
+
+
+@pytest.mark.parametrize("mode", DETERMINISTIC_MODES)
+@pytest.mark.parametrize("spec", CUSTOM, ids=lambda s: lp.custom_format(**s).name + (
+    f"_b{s['bias']}" if "bias" in s else "") + ("" if s.get("has_inf", True) else
+                                                 "_" + s.get("nan", "max")))
+def test_custom_formats_against_exact_reference(spec: dict, mode: str) -> None:
+    """Formats outside the registry take paths the built-in ones do not (no
+    mantissa bits, values beyond float32, unsigned, odd biases)."""
+    fmt = lp.custom_format(**spec)
+    x = cases(fmt, 20_000, seed=fmt.width)
+    if fmt.nan == "none":
+        x = x[~np.isnan(x)]
+    for saturate, subnormals in ((False, True), (True, True), (False, False)):
+        _check(x, fmt, mode, saturate, subnormals)
+        if fmt.fits_float32:
+            with np.errstate(over="ignore", under="ignore"):
+                x32 = x.astype(np.float32)
+            _check(x32[x32.astype(np.float64) == x], fmt, mode, saturate, subnormals)
