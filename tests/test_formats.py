@@ -177,6 +177,9 @@ def test_unknown_dtype_and_type() -> None:
      "sign bit"),
     (dict(exponent_bits=4, mantissa_bits=3, has_subnormals=False), "mantissa_bits=0"),
     (dict(exponent_bits=1, mantissa_bits=3), "exponent_bits >= 2"),
+    # Regression: an IEEE format with no mantissa bits has no NaN code; NaN was
+    # silently encoded as infinity.
+    (dict(exponent_bits=3, mantissa_bits=0), "mantissa_bits >= 1"),
     (dict(exponent_bits=11, mantissa_bits=20, bias=1200), "beyond float64"),
     (dict(exponent_bits=5, mantissa_bits=2, bias=-2000), "beyond float64"),
 ])
@@ -190,7 +193,8 @@ def test_custom_formats_every_width() -> None:
     independent decoder (spot check on formats small enough to enumerate)."""
     for width in range(3, 33):
         e = max(2, min(8, width - 2))
-        fmt = lp.custom_format(e, width - 1 - e)
+        ieee = width - 1 - e > 0
+        fmt = lp.custom_format(e, width - 1 - e, has_inf=ieee, nan="ieee" if ieee else "max")
         assert fmt.width == width
         if width <= 12:
             codes = np.arange(1 << width, dtype=fmt.code_dtype)
