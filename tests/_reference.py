@@ -66,11 +66,16 @@ def decode_fraction(fmt, code: int) -> Fraction | float:
 
 
 def value_table(fmt) -> np.ndarray:
-    """Every code's value as float64, by a vectorised form of the same formula
-    (float64 holds them exactly: scaling an integer below 2**24 by a power of two)."""
+    """Every code's value as float64 (see :func:`values_of`)."""
+    return values_of(fmt, np.arange(1 << fmt.width, dtype=np.int64))
+
+
+def values_of(fmt, codes: np.ndarray) -> np.ndarray:
+    """Values of ``codes`` as float64, by a vectorised form of the same formula
+    (float64 holds them exactly: scaling an integer below 2**32 by a power of two)."""
     e_bits, m_bits = fmt.exponent_bits, fmt.mantissa_bits
     width = int(fmt.signed) + e_bits + m_bits
-    codes = np.arange(1 << width, dtype=np.int64)
+    codes = np.asarray(codes, dtype=np.int64)
     negative = (codes >> (width - 1) & 1).astype(bool) if fmt.signed else np.zeros(codes.shape, bool)
     e_field = (codes >> m_bits) & ((1 << e_bits) - 1)
     m_field = codes & ((1 << m_bits) - 1)
@@ -91,10 +96,14 @@ def value_table(fmt) -> np.ndarray:
 
 @lru_cache(maxsize=None)
 def max_value(fmt) -> float:
-    """Largest finite value: from the value table, or for fp32 the IEEE binary32 max."""
+    """Largest finite value: the largest in the value table, or for wide formats
+    the value of the largest finite code the NaN encoding leaves (the all-ones
+    magnitude, less one for "max", less the top binade for "ieee")."""
     if fmt.width > 20:
-        assert (fmt.exponent_bits, fmt.mantissa_bits, fmt.nan) == (8, 23, "ieee")
-        return float(np.finfo(np.float32).max)
+        e_bits, m_bits = fmt.exponent_bits, fmt.mantissa_bits
+        ones = (1 << (e_bits + m_bits)) - 1
+        code = {"ieee": ones - (1 << m_bits), "max": ones - 1}.get(fmt.nan, ones)
+        return float(decode_fraction(fmt, code))
     t = value_table(fmt)
     return float(t[np.isfinite(t)].max())
 
@@ -347,10 +356,10 @@ def cases(fmt, n: int, seed: int) -> np.ndarray:
         else:
             idx = np.arange(v.size - 1)
         lo, hi = v[idx], v[idx + 1]
-    else:  # fp32: random float32 codes and their successors
-        c = rng.integers(0, 0x7F7FFFFF, n // 8, dtype=np.uint32)
-        lo = c.view(np.float32).astype(np.float64)
-        hi = (c + 1).view(np.float32).astype(np.float64)
+    else:  # wide formats: random codes below max and their successors
+        top = fmt.max_code_magnitude
+        c = rng.integers(0, top, n // 8, dtype=np.int64)
+        lo, hi = values_of(fmt, c), values_of(fmt, c + 1)
     mid = (lo + hi) / 2  # exact: adjacent values of a format with <= 24 bits
     anchors = np.concatenate([lo, mid])
     structured = np.concatenate([anchors, np.nextafter(anchors, 0),

@@ -134,6 +134,7 @@ FAST = [lp.get_format(n) for n in FORMATS
     lp.custom_format(3, 0, has_inf=False, nan="max"),
     lp.custom_format(2, 0, has_inf=False, nan="none"),
     lp.custom_format(11, 4),
+    lp.custom_format(5, 26),
     lp.custom_format(4, 3, bias=20),
 ]
 

@@ -176,6 +176,9 @@ CUSTOM = [
     dict(exponent_bits=11, mantissa_bits=4),  # float64's exponent range: no float32 path
     dict(exponent_bits=10, mantissa_bits=9, bias=400),  # beyond float32 both ways
     dict(exponent_bits=3, mantissa_bits=12),  # more precision than range
+    dict(exponent_bits=8, mantissa_bits=16),  # 25 bits, float32 range
+    dict(exponent_bits=5, mantissa_bits=26),  # 32 bits, more precision than float32
+    dict(exponent_bits=10, mantissa_bits=21, has_inf=False, nan="max"),  # 32 bits, wide
 ]
 
 
