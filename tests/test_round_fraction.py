@@ -7,9 +7,11 @@ exact Fractions and applies the mode's rule; ``round_reference`` is the same
 rules vectorised with exact float64 operations, held equal to
 ``round_fraction`` here, then used at volume.
 
-Counts: every (format, mode) gets >= 10**5 float64 inputs (``N_CASES``; each
-value and midpoint between neighbours, one float64 step either side, edge
-cases, random bit patterns over the format's range; both signs), checked for
+Counts: every (format, mode) gets >= 10**5 float64 inputs in CI (``N_CASES``;
+2 * 10**6 in the slow-marked test, ``pytest -m slow``): each value and
+midpoint between neighbours (all of them for formats of <= 8 bits, a sample
+for wider ones), one float64 step either side, edge cases, random bit
+patterns over the format's range, both signs; checked for
 the value (signed zeros and NaN included), the code and the flags, with
 saturate off and on and subnormals on and off. float32 inputs (the fast
 path) get the same cases that float32 holds exactly plus random float32
@@ -199,3 +201,16 @@ def test_custom_formats_against_exact_reference(spec: dict, mode: str) -> None:
             with np.errstate(over="ignore", under="ignore"):
                 x32 = x.astype(np.float32)
             _check(x32[x32.astype(np.float64) == x], fmt, mode, saturate, subnormals)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", DETERMINISTIC_MODES)
+@pytest.mark.parametrize("name", FORMATS)
+def test_every_mode_against_exact_reference_large(name: str, mode: str) -> None:
+    """Slow: 2 * 10**6 inputs per (format, mode), other seeds (pytest -m slow)."""
+    fmt = lp.get_format(name)
+    x = cases(fmt, 2_000_000, seed=1000 + sum(map(ord, fmt.name)))
+    if fmt.nan == "none":
+        x = x[~np.isnan(x)]
+    for saturate, subnormals in ((False, True), (True, True), (False, False)):
+        _check(x, fmt, mode, saturate, subnormals)
