@@ -7,6 +7,7 @@
 
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
 from .rounding import MODES, decode, encode, round_to
+from . import mx, nvfp4, quant_error, scaling  # noqa: E402  (scaled formats)
 
 __version__ = "0.1.0"
 
@@ -19,5 +20,9 @@ __all__ = [
     "encode",
     "get_format",
     "list_formats",
+    "mx",
+    "nvfp4",
+    "quant_error",
     "round_to",
+    "scaling",
 ]

@@ -29,7 +29,14 @@ import math
 
 import numpy as np
 
-__all__ = ["normalize_axis", "to_blocks", "from_blocks", "pack_bits", "unpack_bits"]
+__all__ = ["overflow_threshold", "normalize_axis", "to_blocks", "from_blocks", "pack_bits", "unpack_bits"]
+
+
+def overflow_threshold(fmt) -> float:
+    """Smallest magnitude that round-to-nearest carries past ``fmt.max``:
+    ``max + ulp(max) / 2`` (every OCP format's max has an odd significand, so
+    the tie itself overflows). Inputs at or beyond it are the *clipped* ones."""
+    return fmt.max + 2.0 ** (fmt.emax - fmt.mantissa_bits) / 2
 
 
 def normalize_axis(axis: int, ndim: int) -> int:

@@ -269,11 +269,12 @@ class MXTensor:
             out = self._broadcast(self.scales, self.elements)
         return np.ascontiguousarray(out, dtype=dtype)
 
-    def max_magnitude(self) -> np.ndarray:
-        """Largest magnitude each element could hold (element max times its
-        block's scale): inputs beyond it were clipped."""
+    def clip_threshold(self) -> np.ndarray:
+        """Per element, the smallest input magnitude that was clipped: its
+        block's scale times the element's overflow threshold (``max + ulp/2``,
+        where round-to-nearest would pass the maximum); float64."""
         ones = np.ones(self.shape)
-        return self._broadcast(self.scales * self.fmt.element_max, ones)
+        return self._broadcast(self.scales * _blocks.overflow_threshold(self.fmt.element), ones)
 
     # ----------------------------------------------------------- storage
     @property

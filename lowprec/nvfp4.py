@@ -100,9 +100,11 @@ class NVFP4Tensor:
             out = self._broadcast(self.scales * np.float64(self.global_scale), elems)
         return np.ascontiguousarray(out, dtype=dtype)
 
-    def max_magnitude(self) -> np.ndarray:
-        """Largest magnitude each element could hold: inputs beyond it were clipped."""
-        per_block = self.scales * np.float64(self.global_scale) * ELEMENT.max
+    def clip_threshold(self) -> np.ndarray:
+        """Per element, the smallest input magnitude that was clipped (saturated):
+        ``7 * s_block * s_tensor`` (7 = E2M1's max 6 plus half its last gap)."""
+        per_block = self.scales * np.float64(self.global_scale) * _blocks.overflow_threshold(
+            ELEMENT)
         return self._broadcast(per_block, np.ones(self.shape))
 
     @property
