@@ -175,8 +175,11 @@ def e8m0_scale_codes(
         # the engine (e8m0 'rup' gives NaN above 2**127, 2**-127 below 2**-127).
         dt = np.float32 if np.dtype(dtype) == np.float32 else np.float64
         descale = safe.astype(dt) * dt(1.0 / mxf.element_max)
-        codes = encode(descale, E8M0, "rup")
-        codes = np.where(positive, codes, 0).astype(np.uint8)
+        # A quotient that underflows to 0 (amax near the float32 minimum) takes
+        # the smallest scale, like a zero block (torchao does the same).
+        tiny = descale == 0
+        codes = encode(np.where(tiny, 1.0, descale), E8M0, "rup")
+        codes = np.where(positive & ~tiny, codes, 0).astype(np.uint8)
         return np.where(finite, codes, E8M0_NAN).astype(np.uint8)
     if rule == "floor":
         k = _floor_log2(safe) - mxf.emax_elem
