@@ -42,11 +42,12 @@ def main() -> None:
     print(f"reference fp8_e4m3 encode+decode (no scaling): {ref:.3f} s")
     worst = 0.0
     for name in mx.MX_FORMATS:
-        t = best_of(lambda: mx.quantize(x, name).dequantize(), args.repeat)
+        t = best_of(lambda name=name: mx.quantize(x, name).dequantize(), args.repeat)
         worst = max(worst, t)
         print(f"{name:12s} quantize+dequantize: {t:.3f} s   ratio to reference {t / ref:5.2f}")
     for rule in ("rceil", "even"):
-        t = best_of(lambda: mx.quantize(x, "mxfp4", scale_rule=rule).dequantize(), args.repeat)
+        t = best_of(lambda rule=rule: mx.quantize(x, "mxfp4", scale_rule=rule).dequantize(),
+                    args.repeat)
         print(f"mxfp4 {rule:6s} quantize+dequantize: {t:.3f} s   ratio {t / ref:5.2f}")
     t = best_of(lambda: nvfp4.quantize(x).dequantize(), args.repeat)
     print(f"nvfp4        quantize+dequantize: {t:.3f} s   ratio to reference {t / ref:5.2f}")

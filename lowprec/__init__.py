@@ -5,9 +5,9 @@
 0.1015625
 """
 
+from . import mx, nvfp4, quant_error, scaling
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
 from .rounding import MODES, decode, encode, round_to
-from . import mx, nvfp4, quant_error, scaling  # noqa: E402  (scaled formats)
 
 __version__ = "0.1.0"
 

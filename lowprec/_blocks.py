@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-__all__ = ["overflow_threshold", "normalize_axis", "to_blocks", "from_blocks", "pack_bits", "unpack_bits"]
+__all__ = ["from_blocks", "normalize_axis", "overflow_threshold", "pack_bits", "to_blocks", "unpack_bits"]
 
 
 def overflow_threshold(fmt) -> float:

@@ -69,8 +69,15 @@ from . import _blocks
 from .formats import FloatFormat, custom_format, get_format
 from .rounding import _as_float_array, check_mode, decode, encode, round_to
 
-__all__ = ["MXFormat", "MX_FORMATS", "SCALE_RULES", "MXTensor", "quantize", "get_mx_format",
-           "e8m0_scale_codes"]
+__all__ = [
+    "MX_FORMATS",
+    "SCALE_RULES",
+    "MXFormat",
+    "MXTensor",
+    "e8m0_scale_codes",
+    "get_mx_format",
+    "quantize",
+]
 
 E8M0 = get_format("e8m0")
 E8M0_NAN = 0xFF

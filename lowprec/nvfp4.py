@@ -46,7 +46,7 @@ from . import _blocks
 from .formats import get_format
 from .rounding import _as_float_array, check_mode, decode, encode
 
-__all__ = ["NVFP4Tensor", "quantize", "global_encode_scale", "ELEMENT", "BLOCK_SCALE"]
+__all__ = ["BLOCK_SCALE", "ELEMENT", "NVFP4Tensor", "global_encode_scale", "quantize"]
 
 ELEMENT = get_format("fp4_e2m1")
 BLOCK_SCALE = get_format("fp8_e4m3")

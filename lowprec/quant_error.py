@@ -49,8 +49,15 @@ from ._blocks import overflow_threshold
 from .formats import get_format
 from .rounding import _as_float_array, check_mode, round_to
 
-__all__ = ["Scheme", "SchemeError", "parse_scheme", "compare_schemes", "format_table",
-           "to_columns", "plot_schemes"]
+__all__ = [
+    "Scheme",
+    "SchemeError",
+    "compare_schemes",
+    "format_table",
+    "parse_scheme",
+    "plot_schemes",
+    "to_columns",
+]
 
 _KINDS = ("cast", "per_tensor", "tiles", "nvfp4", *mx.MX_FORMATS)
 
@@ -197,8 +204,10 @@ def format_table(results: list[SchemeError]) -> str:
              f"{r.frac_clipped:.2%}", f"{r.frac_flushed:.2%}", f"{r.bits_per_value:.3g}"]
             for r in results]
     widths = [max(len(c) for c in col) for col in zip(head, *rows)]
-    line = lambda cells: "  ".join(  # noqa: E731
-        c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths)))
     return "\n".join([line(head), line(["-" * w for w in widths])] + [line(r) for r in rows])
 
 

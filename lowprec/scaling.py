@@ -48,8 +48,13 @@ from . import _blocks
 from .formats import FloatFormat, get_format
 from .rounding import _as_float_array, check_mode, decode, encode
 
-__all__ = ["ScaledTensor", "current_scale", "DelayedScaling", "quantize_per_tensor",
-           "quantize_tiles"]
+__all__ = [
+    "DelayedScaling",
+    "ScaledTensor",
+    "current_scale",
+    "quantize_per_tensor",
+    "quantize_tiles",
+]
 
 _F32 = np.float32
 _FLT_MAX = _F32(np.finfo(np.float32).max)
@@ -58,13 +63,13 @@ AMAX_COMPUTE = ("max", "most_recent")
 
 def _pow2_floor(s: np.ndarray) -> np.ndarray:
     """Largest power of two <= s (s positive, finite float32)."""
-    mant, exp = np.frexp(s)
+    _, exp = np.frexp(s)
     return np.ldexp(_F32(0.5), exp).astype(_F32)
 
 
 def _check_margin(margin: Any) -> int:
     if not isinstance(margin, (int, np.integer)) or isinstance(margin, bool):
-        raise ValueError(f"margin must be an integer (a power-of-two headroom), got {margin!r}")
+        raise TypeError(f"margin must be an integer (a power-of-two headroom), got {margin!r}")
     return int(margin)
 
 
