@@ -58,7 +58,7 @@ _E4M3_NAN = 0x7F
 def global_encode_scale(amax: float) -> np.float32:
     """``S_enc = 448 * 6 / amax`` in FP32, as Transformer Engine computes it."""
     amax = _F32(amax)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         s = _F32(BLOCK_SCALE.max * ELEMENT.max) / amax
     s = min(s, _FLT_MAX)
     if amax == 0 or s == 0 or np.isnan(s):

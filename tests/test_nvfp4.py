@@ -19,7 +19,8 @@ def reference(x: np.ndarray, block: int = 16):
     """Recipe, per 2-D row-major blocks along the last axis, numpy float32 + ml_dtypes."""
     x = x.astype(F32)
     amax = F32(np.abs(x).max())
-    s_enc = F32(F32(448.0 * 6.0) / amax) if amax > 0 else F32(1.0)
+    with np.errstate(over="ignore"):
+        s_enc = F32(F32(448.0 * 6.0) / amax) if amax > 0 else F32(1.0)
     s_enc = min(s_enc, F32(np.finfo(F32).max))
     s_dec = F32(1) / s_enc
     blocks = x.reshape(x.shape[0], -1, block)
@@ -45,6 +46,16 @@ def test_matches_the_recipe_bit_for_bit(spread):
     assert t.global_scale == s_dec
     assert np.array_equal(t.scale_codes, scales)
     assert np.array_equal(t.codes, codes)
+
+
+@pytest.mark.parametrize("peak", [3e-37, 1e-30, 3e38])
+def test_extreme_tensor_amax_matches_the_recipe(peak):
+    """Tiny amax: S_enc = 2688 / amax overflows FP32 and is clamped to FLT_MAX."""
+    x = (np.random.default_rng(3).uniform(-1, 1, (2, 32)) * peak).astype(F32)
+    t = nvfp4.quantize(x)
+    codes, scales, s_dec = reference(x)
+    assert t.global_scale == s_dec
+    assert np.array_equal(t.scale_codes, scales) and np.array_equal(t.codes, codes)
 
 
 def test_dequantize_is_element_times_block_scale_times_global_scale():
