@@ -37,9 +37,10 @@ Scale rules (``scale_rule=``), with ``amax`` the block's largest magnitude and
 Special cases (the spec's choices, and ours where it leaves one):
 
 * A block holding NaN or ±inf gets the E8M0 NaN scale (0xFF) and its
-  elements are stored as code 0; it dequantizes to all NaN (spec 5.3: a NaN
-  scale makes every element of the block NaN; microxcaling and torchao do the
-  same for non-finite inputs). The spec leaves the element codes open.
+  elements are stored as code 0; it dequantizes to all NaN (spec section 5,
+  E8M0 scale: a NaN scale makes every element of its block NaN; microxcaling
+  and torchao do the same for non-finite inputs). The spec leaves the element
+  codes open.
 * An all-zero block gets the smallest scale 2**-127 (code 0x00), as
   microxcaling, torchao and gfloat do; any scale would be exact.
 * ``k < -127``: clamped to -127 (tiny elements may flush to zero);

@@ -180,7 +180,7 @@ def test_mxfp8_e4m3_957_clips_to_896_under_floor():
 
 
 def test_mxint8_example():
-    """MXINT8 (OCP MX v1.0 5.3.2): 8-bit two's complement with an implicit 2**-6, emax 0.
+    """MXINT8 (OCP MX v1.0 section 5, INT8 elements): 8-bit two's complement with an implicit 2**-6, emax 0.
     Block amax 1.5: X = 2**0; 1.5 -> 96, -0.25 -> -16 (0xF0), 1/128 is a tie -> 0."""
     t = mx.quantize(np.array([1.5, -0.25, 1 / 128, 0.0]), "mxint8", block_size=4)
     assert t.scale_codes.tolist() == [127]
