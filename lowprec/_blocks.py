@@ -67,7 +67,7 @@ def to_blocks(a: np.ndarray, axis: int, block_size: int) -> np.ndarray:
 
 def from_blocks(blocks: np.ndarray, axis: int, n: int) -> np.ndarray:
     """Inverse of :func:`to_blocks` for an axis of original length ``n``."""
-    flat = blocks.reshape(blocks.shape[:-2] + (-1,))[..., :n]
+    flat = blocks.reshape(blocks.shape[:-2] + (blocks.shape[-2] * blocks.shape[-1],))[..., :n]
     return np.moveaxis(flat, -1, axis)
 
 

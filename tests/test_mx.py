@@ -379,3 +379,13 @@ def test_e8m0_scale_codes_are_the_engines():
     codes = np.arange(255, dtype=np.uint8)
     assert np.array_equal(lp.decode(codes, "e8m0"), np.ldexp(1.0, codes.astype(int) - 127))
     assert math.isnan(lp.decode(np.uint8(255), "e8m0"))
+
+
+@pytest.mark.parametrize("shape", [(0, 32), (3, 0), (5,), ()])
+def test_empty_and_small_shapes(shape):
+    x = np.ones(shape, np.float32)
+    t = mx.quantize(x, "mxfp6_e3m2")
+    out_shape = shape or (1,)  # a scalar becomes one value
+    assert t.dequantize().shape == out_shape and (t.dequantize() == 1).all()
+    u = mx.MXTensor.from_packed(t.pack(), "mxfp6_e3m2", out_shape)
+    assert np.array_equal(u.codes, t.codes)
