@@ -359,9 +359,11 @@ def test_torchao_to_mx_agrees(name, rule):
 
     elem = {"mxfp8_e4m3": torch.float8_e4m3fn, "mxfp8_e5m2": torch.float8_e5m2,
             "mxfp4": torch.float4_e2m1fn_x2}[name]
+    scaling_mode = getattr(ScaleCalculationMode, rule.upper(), None)
+    if scaling_mode is None:
+        pytest.skip(f"this torchao has no ScaleCalculationMode.{rule.upper()}")
     x = wide_float32(np.random.default_rng(9), (64, 128))
-    scale, data = to_mx(torch.from_numpy(x), elem, 32, getattr(ScaleCalculationMode,
-                                                               rule.upper()))
+    scale, data = to_mx(torch.from_numpy(x), elem, 32, scaling_mode)
     t = mx.quantize(x, name, scale_rule=rule)
     assert np.array_equal(scale.view(torch.uint8).numpy().reshape(t.scale_codes.shape),
                           t.scale_codes)
