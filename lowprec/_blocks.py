@@ -26,17 +26,42 @@ whole number of bytes.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
-__all__ = ["from_blocks", "normalize_axis", "overflow_threshold", "pack_bits", "to_blocks", "unpack_bits"]
+from .formats import FloatFormat
+from .rounding import _as_float_array
+
+__all__ = [
+    "as_working_array",
+    "from_blocks",
+    "normalize_axis",
+    "overflow_threshold",
+    "pack_bits",
+    "to_blocks",
+    "unpack_bits",
+]
 
 
-def overflow_threshold(fmt) -> float:
+def overflow_threshold(fmt: FloatFormat) -> float:
     """Smallest magnitude that round-to-nearest carries past ``fmt.max``:
     ``max + ulp(max) / 2`` (every OCP format's max has an odd significand, so
     the tie itself overflows). Inputs at or beyond it are the *clipped* ones."""
     return fmt.max + 2.0 ** (fmt.emax - fmt.mantissa_bits) / 2
+
+
+def as_working_array(x: Any) -> np.ndarray:
+    """``x`` as float32 if its values are float32 exactly (float32, float16, bfloat16
+    and narrower float dtypes: the GPU computes in FP32 for them), else float64."""
+    src = getattr(x, "dtype", None)
+    if src is not None and np.dtype(src).kind not in "iubOSUMm" and np.dtype(src).itemsize <= 4:
+        if np.dtype(src).kind == "V":  # ml_dtypes (bfloat16, fp8...): exact in float32
+            x = np.asarray(x).astype(np.float32)
+        arr, _ = _as_float_array(x)
+        return arr.astype(np.float32, copy=False)
+    arr, _ = _as_float_array(x)
+    return arr
 
 
 def normalize_axis(axis: int, ndim: int) -> int:

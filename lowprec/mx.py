@@ -68,7 +68,7 @@ import numpy as np
 
 from . import _blocks
 from .formats import FloatFormat, custom_format, get_format
-from .rounding import _as_float_array, check_mode, decode, encode, round_to
+from .rounding import check_mode, decode, encode, round_to
 
 __all__ = [
     "MX_FORMATS",
@@ -374,8 +374,9 @@ def quantize(
     Parameters
     ----------
     x:
-        Real array (float32 or float64 are used as they are; other real
-        dtypes are converted to float64 exactly).
+        Real array. float32 and narrower float dtypes (float16, bfloat16)
+        are worked on in float32 (the ``rceil`` quotient is FP32, as on the
+        GPU), float64 and integers in float64.
     fmt:
         ``"mxfp8_e4m3"``, ``"mxfp8_e5m2"``, ``"mxfp6_e3m2"``, ``"mxfp6_e2m3"``,
         ``"mxfp4"`` or ``"mxint8"``.
@@ -393,7 +394,7 @@ def quantize(
     rule = _check_rule(scale_rule)
     mode = check_mode(mode)
     block_size = _blocks.check_block_size(block_size)
-    arr, _ = _as_float_array(x)
+    arr = _blocks.as_working_array(x)
     if arr.ndim == 0:
         arr = arr.reshape(1)
     axis = _blocks.normalize_axis(axis, arr.ndim)

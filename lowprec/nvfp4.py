@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _blocks
 from .formats import get_format
-from .rounding import _as_float_array, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = ["BLOCK_SCALE", "ELEMENT", "NVFP4Tensor", "global_encode_scale", "quantize"]
 
@@ -182,7 +182,7 @@ def quantize(
     """
     mode = check_mode(mode)
     block_size = _blocks.check_block_size(block_size)
-    arr, _ = _as_float_array(x)
+    arr = _blocks.as_working_array(x)
     with np.errstate(over="ignore"):
         x32 = arr.astype(np.float32, copy=False)
     if x32.ndim == 0:

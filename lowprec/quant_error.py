@@ -45,9 +45,9 @@ from typing import Any
 import numpy as np
 
 from . import mx, nvfp4, scaling
-from ._blocks import overflow_threshold
+from ._blocks import as_working_array, overflow_threshold
 from .formats import get_format
-from .rounding import _as_float_array, check_mode, round_to
+from .rounding import check_mode, round_to
 
 __all__ = [
     "Scheme",
@@ -180,7 +180,7 @@ def _stats(label: str, x: np.ndarray, q: np.ndarray, threshold: np.ndarray,
 
 def compare_schemes(x: Any, schemes: list[str | Scheme]) -> list[SchemeError]:
     """Quantize ``x`` with every scheme; one :class:`SchemeError` per scheme, in order."""
-    arr, _ = _as_float_array(x)
+    arr = as_working_array(x)
     x64 = arr.astype(np.float64)
     out = []
     for spec in schemes:

@@ -11,7 +11,9 @@ Arithmetic follows Transformer Engine's FP32 kernels: ``scale`` is computed in
 float32 (``amax`` is converted to float32 first), ``x * scale`` is formed in
 the input's precision (float32 for float32 input, as on the GPU) and then
 rounded once by :func:`lowprec.encode`, saturating at ±max (CUDA's
-``satfinite`` conversion); NaN stays NaN in formats that have it.
+``satfinite`` conversion); NaN stays NaN in formats that have it. Inputs
+whose values are float32 exactly (float32, float16, bfloat16) are worked on
+in float32, float64 and integer inputs in float64.
 
 Special amax values (Transformer Engine, ``compute_scale_from_amax`` and the
 delayed-scaling update): ``amax`` 0, inf or NaN keeps the previous scale (1.0
@@ -46,7 +48,7 @@ import numpy as np
 
 from . import _blocks
 from .formats import FloatFormat, get_format
-from .rounding import _as_float_array, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = [
     "DelayedScaling",
@@ -201,7 +203,7 @@ def quantize_per_tensor(
     fmt = get_format(fmt)
     mode = check_mode(mode)
     margin = _check_margin(margin)
-    arr, _ = _as_float_array(x)
+    arr = _blocks.as_working_array(x)
     if scale is None:
         s = _scales(np.float64(_amax(arr)), fmt, margin, power_of_two)
     else:
@@ -253,7 +255,7 @@ class DelayedScaling:
     def quantize(self, x: Any, mode: str = "rne", *, rng: Any = None) -> ScaledTensor:
         """Quantize with the current :attr:`scale` and record this tensor's amax
         in ``amax_history[0]`` (the larger one if called twice in a step)."""
-        arr, _ = _as_float_array(x)
+        arr = _blocks.as_working_array(x)
         out = quantize_per_tensor(arr, self.fmt, scale=self.scale, mode=mode, rng=rng)
         amax = _F32(_amax(arr))
         if np.isnan(amax) or np.isnan(self.amax_history[0]):
@@ -299,7 +301,7 @@ def quantize_tiles(
             or not all(isinstance(t, (int, np.integer)) and t > 0 for t in tile)):
         raise ValueError(f"tile must be a pair of positive integers like (1, 128), got {tile!r}")
     tr, tc = int(tile[0]), int(tile[1])
-    arr, _ = _as_float_array(x)
+    arr = _blocks.as_working_array(x)
     if arr.ndim == 0:
         raise ValueError("quantize_tiles needs an array of at least one dimension")
     orig_shape = tuple(arr.shape)

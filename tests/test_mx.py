@@ -391,3 +391,22 @@ def test_empty_and_small_shapes(shape):
     assert t.dequantize().shape == out_shape and (t.dequantize() == 1).all()
     u = mx.MXTensor.from_packed(t.pack(), "mxfp6_e3m2", out_shape)
     assert np.array_equal(u.codes, t.codes)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_narrow_float_input_is_worked_on_in_float32(dtype):
+    """bf16/fp16 values are float32 exactly; results equal the float32 input's
+    (the rceil quotient and per-tensor products are FP32, as on the GPU)."""
+    from lowprec import nvfp4, scaling
+
+    x = wide_float32(np.random.default_rng(12), (8, 64)).astype(dtype)
+    x32 = x.astype(np.float32)
+    for rule in RULES:
+        a, b = mx.quantize(x, "mxfp4", scale_rule=rule), mx.quantize(x32, "mxfp4",
+                                                                      scale_rule=rule)
+        assert np.array_equal(a.scale_codes, b.scale_codes)
+        assert np.array_equal(a.codes, b.codes)
+    assert np.array_equal(nvfp4.quantize(x).codes, nvfp4.quantize(x32).codes)
+    p, q = scaling.quantize_per_tensor(x, "fp8_e4m3"), scaling.quantize_per_tensor(x32,
+                                                                                   "fp8_e4m3")
+    assert p.scale == q.scale and np.array_equal(p.codes, q.codes)
