@@ -54,9 +54,10 @@ Special cases (the spec's choices, and ours where it leaves one):
   decoding accepts -128 (value -2) as the spec defines it.
 
 Elements are rounded by :func:`lowprec.encode` (the one rounding engine) in any
-of its modes, saturating at the element maximum. Scaling by ``2**-k`` is done
-in float64 and is exact for float32 input (for float64 input a value could
-underflow float64 only if its block spans more than ~1000 binades).
+of its modes, saturating at the element maximum. Scaling by ``2**-k`` is exact
+(float64; float32 for float32 input in ``rne``/``rna``/``rtz``, where only
+values that round to zero anyway can lose bits); for float64 input a value
+could underflow float64 only if its block spans more than ~1000 binades.
 """
 
 from __future__ import annotations
@@ -406,13 +407,19 @@ def quantize(
     amax[~np.isfinite(amax)] = np.nan  # a block with inf is treated like NaN
     scale_codes = e8m0_scale_codes(amax, mxf, rule, arr.dtype)
 
-    # Elements: x / X, exact in float64, then rounded by the engine.
-    k = scale_codes.astype(np.int64) - E8M0_BIAS
-    inv = np.ldexp(1.0, -k)
+    # Elements: x / X, then rounded once by the engine. In float64 x / X is
+    # exact. In float32 it is exact unless |x / X| < 2**-126, far below half of
+    # every element format's smallest subnormal (2**-17 at most), where rne,
+    # rna and rtz give a signed zero from the exact and the rounded quotient
+    # alike: so float32 input in those modes is scaled in float32 (faster).
+    work = np.float32 if arr.dtype == np.float32 and mode in ("rne", "rna", "rtz") \
+        else np.float64
+    k = scale_codes.astype(np.int32) - E8M0_BIAS
     nan_block = scale_codes == E8M0_NAN
-    inv[nan_block] = 0.0
+    inv = np.ldexp(work(1), np.where(nan_block, 0, -k)).astype(work)
+    inv[nan_block] = 0
     with np.errstate(invalid="ignore"):
-        scaled = blocks * inv[..., None]  # float64 (inv is float64)
+        scaled = blocks * inv[..., None]
     if nan_block.any():
         scaled[nan_block] = 0.0
     codes = encode(scaled, mxf.element, mode, saturate=True, rng=rng)

@@ -410,3 +410,16 @@ def test_narrow_float_input_is_worked_on_in_float32(dtype):
     p, q = scaling.quantize_per_tensor(x, "fp8_e4m3"), scaling.quantize_per_tensor(x32,
                                                                                    "fp8_e4m3")
     assert p.scale == q.scale and np.array_equal(p.codes, q.codes)
+
+
+@pytest.mark.parametrize("mode", ["rne", "rna", "rtz"])
+@pytest.mark.parametrize("name", FORMATS)
+def test_float32_scaling_path_equals_exact_float64_path(mode, name):
+    """Float32 input in rne/rna/rtz is scaled in float32; with blocks spanning up to
+    2**200 (so quotients fall deep into float32 subnormals) it equals the float64 path."""
+    rng = np.random.default_rng(13)
+    x = (rng.standard_normal((64, 64)) * np.exp2(rng.integers(-100, 100, (64, 64))))
+    x = x.astype(np.float32)
+    a = mx.quantize(x, name, mode=mode)
+    b = mx.quantize(x.astype(np.float64), name, mode=mode)
+    assert np.array_equal(a.codes, b.codes) and np.array_equal(a.scale_codes, b.scale_codes)
