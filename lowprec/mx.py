@@ -200,9 +200,9 @@ def e8m0_scale_codes(
         if m not in _EVEN_FORMATS:
             _EVEN_FORMATS[m] = custom_format(11, m, name=f"e11m{m}")
         rounded = round_to(safe, _EVEN_FORMATS[m], "rna")
-        k = np.where(np.isinf(rounded), 1024, _floor_log2(np.where(np.isinf(rounded), 1.0,
-                                                                  rounded)))
-        k = k - mxf.emax_elem
+        past_max = np.isinf(rounded)  # rounded beyond float64's largest binade
+        e = _floor_log2(np.where(past_max, 1.0, rounded))
+        k = np.where(past_max, 1024, e) - mxf.emax_elem
     k = np.where(positive, k, -E8M0_BIAS)
     too_big = k > E8M0_BIAS
     k = np.clip(k, -E8M0_BIAS, E8M0_BIAS)
