@@ -269,9 +269,11 @@ class MXTensor:
         return _element_values(self.fmt)[self.codes]
 
     def _broadcast(self, per_block: np.ndarray, per_element: np.ndarray) -> np.ndarray:
+        """per_element times its block's per_block value; per_element must be a
+        fresh array (it is overwritten)."""
         blocks = _blocks.to_blocks(per_element, self.axis, self.block_size)
-        out = blocks * np.moveaxis(per_block, self.axis, -1)[..., None]
-        return _blocks.from_blocks(out, self.axis, self.shape[self.axis])
+        blocks *= np.moveaxis(per_block, self.axis, -1)[..., None]
+        return _blocks.from_blocks(blocks, self.axis, self.shape[self.axis])
 
     def dequantize(self, dtype: Any = np.float64) -> np.ndarray:
         """``X * P_i`` for every element (exact in float64; every MX value of a
@@ -401,8 +403,10 @@ def quantize(
     axis = _blocks.normalize_axis(axis, arr.ndim)
 
     blocks = _blocks.to_blocks(arr, axis, block_size)
-    with np.errstate(invalid="ignore"):
-        amax = np.max(np.abs(blocks), axis=-1) if blocks.size else np.zeros(blocks.shape[:-1])
+    if blocks.size:  # max |x| per block (NaN if it holds a NaN) without an |x| copy
+        amax = np.maximum(blocks.max(axis=-1), -blocks.min(axis=-1))
+    else:
+        amax = np.zeros(blocks.shape[:-1])
     amax = amax.astype(np.float64)
     amax[~np.isfinite(amax)] = np.nan  # a block with inf is treated like NaN
     scale_codes = e8m0_scale_codes(amax, mxf, rule, arr.dtype)
