@@ -258,10 +258,16 @@ def matmul(a, b, fmt: str, *, out: str = "float32"):
     c = cupy.empty((m, n), dtype=np.float32)
     alpha, beta = np.ones(1, np.float32), np.zeros(1, np.float32)
     handle = cupy.cuda.device.get_cublas_handle()
-    # Row-major C = A @ B is column-major C^T = B^T @ A^T.
-    cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k,
-                  alpha.ctypes.data, b.data.ptr, dtype, n, a.data.ptr, dtype, k,
-                  beta.ctypes.data, c.data.ptr, r32, n, compute_32f, -1)
+    mode = cublas.getPointerMode(handle)
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)  # alpha, beta on the host
+    try:
+        # Row-major C = A @ B is column-major C^T = B^T @ A^T.
+        cublas.gemmEx(handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k,
+                      alpha.ctypes.data, b.data.ptr, dtype, n, a.data.ptr, dtype, k,
+                      beta.ctypes.data, c.data.ptr, r32, n, compute_32f,
+                      cublas.CUBLAS_GEMM_DEFAULT)
+    finally:
+        cublas.setPointerMode(handle, mode)
     return c
 
 
