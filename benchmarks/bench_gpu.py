@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         out = cupy.empty(n, dtype=conv.format.code_dtype)
         kern = rt.module("convert.cu").get_function(conv.kernel)
         blocks = min(-(-n // (256 * 4)), sms * 32)
-        t = gpu_mean(lambda: kern((blocks,), (256,), (src, out, np.uint64(n))))
+        t = gpu_mean(lambda k=kern, b=blocks, o=out: k((b,), (256,), (src, o, np.uint64(n))))
         bw = (src.nbytes + out.nbytes) / t
         row = {"name": name, "seconds": t, "bandwidth": bw, "ratio_to_copy": bw / copy_bw,
                "ratio_to_datasheet": bw / datasheet if datasheet else None}
@@ -80,7 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         ds = f"{row['ratio_to_datasheet']:.2f}" if datasheet else "-"
         flag = "" if row["ratio_to_copy"] >= TARGET_RATIO else "  (below target)"
         print(f"{name:22s} {bw / 1e12:6.2f} {row['ratio_to_copy']:8.2f} {ds:>12s}{flag}")
-    del src, dst
 
     print(f"\n{'exhaustive sweep (2**32 inputs)':34s} {'seconds':>8s} {'mismatches':>11s}")
     for name in names:

@@ -20,12 +20,25 @@ The kernels are CUDA sources in this directory (``convert.cu``, ``arith.cu``,
 """
 
 from ._catalog import (
-    ARITH_FORMATS, ARITH_OPS, BACK_CONVERSIONS, CONVERSIONS, KERNEL_DIR, SOURCES,
-    BackConversion, Conversion,
+    ARITH_FORMATS,
+    ARITH_OPS,
+    BACK_CONVERSIONS,
+    CONVERSIONS,
+    KERNEL_DIR,
+    SOURCES,
+    BackConversion,
+    Conversion,
 )
 from ._runtime import (
-    GPUUnavailableError, arith, available, convert, device_info, matmul, require,
-    unavailable_reason, widen,
+    GPUUnavailableError,
+    arith,
+    available,
+    convert,
+    device_info,
+    matmul,
+    require,
+    unavailable_reason,
+    widen,
 )
 
 __all__ = [

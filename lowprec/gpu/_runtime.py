@@ -8,7 +8,12 @@ from typing import Any
 import numpy as np
 
 from ._catalog import (
-    ARITH_FORMATS, ARITH_OPS, BACK_CONVERSIONS, CONVERSIONS, GEMM_FP8_KERNELS, KERNEL_DIR,
+    ARITH_FORMATS,
+    ARITH_OPS,
+    BACK_CONVERSIONS,
+    CONVERSIONS,
+    GEMM_FP8_KERNELS,
+    KERNEL_DIR,
     Conversion,
 )
 
@@ -29,7 +34,7 @@ def unavailable_reason() -> str | None:
                 "pip install 'lowprec[gpu]' (cupy-cuda13x)")
     try:
         n = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # CUDARuntimeError, driver missing, ...
+    except Exception as exc:  # noqa: BLE001 -- any CUDA error here means 'no GPU'
         return f"CuPy {cupy.__version__} found no usable CUDA device: {exc}"
     if n < 1:
         return f"CuPy {cupy.__version__} found no CUDA device"
@@ -66,7 +71,7 @@ def device_info() -> dict[str, Any]:
         mem_khz = rt.deviceGetAttribute(rt.cudaDevAttrMemoryClockRate, 0)
         bus = rt.deviceGetAttribute(rt.cudaDevAttrGlobalMemoryBusWidth, 0)
         bw = 2 * mem_khz * 1e3 * bus / 8
-    except Exception:
+    except Exception:  # noqa: BLE001, S110 -- optional figure
         pass
 
     def _ver(v: int) -> str:
@@ -84,7 +89,7 @@ def device_info() -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def module(source: str):
     """The compiled CuPy RawModule of one CUDA source file of this package.
 

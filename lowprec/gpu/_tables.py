@@ -79,8 +79,9 @@ def _edges(f: Callable[[np.ndarray], np.ndarray], a0: int, b0: int) -> np.ndarra
         mid = a + (b - a) // np.uint64(2)
         fm = f(mid)
         left, right = fm != fa, fm != fb
-        a, b, fa, fb = (np.concatenate([a[left], mid[right]]), np.concatenate([mid[left], b[right]]),
-                        np.concatenate([fa[left], fm[right]]), np.concatenate([fm[left], fb[right]]))
+        # Keep the halves whose ends still differ: [a, mid] and/or [mid, b].
+        a, b = np.concatenate([a[left], mid[right]]), np.concatenate([mid[left], b[right]])
+        fa, fb = np.concatenate([fa[left], fm[right]]), np.concatenate([fm[left], fb[right]])
     return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.uint64)
 
 
@@ -94,7 +95,7 @@ def build_table(
     for s in (0, 1):
         sign_bit = ut(1) << ut(bits - 1)
 
-        def f(m: np.ndarray, sign_bit=sign_bit) -> np.ndarray:
+        def f(m: np.ndarray, sign_bit=sign_bit, s=s) -> np.ndarray:
             x = (m.astype(ut) | (sign_bit if s else ut(0))).view(ft)
             return np.asarray(emulate(x)).astype(np.int64)
 
