@@ -1,7 +1,8 @@
-"""Every CUDA source of lowprec.gpu compiles for Hopper (sm_90) with nvcc.
+"""Every CUDA source of lowprec.gpu compiles for Hopper (sm_90), with nvcc and with NVRTC.
 
-One nvcc call per source (to PTX, with CuPy's -ftz=true), then ptxas to sm_90
-machine code. Skips when nvcc is not installed. No GPU needed.
+nvcc: one call per source (to PTX, with CuPy's -ftz=true), then ptxas to sm_90
+machine code; skips when nvcc is not installed. NVRTC: the compiler CuPy's
+RawModule uses, called through CuPy's binding; skips without it. No GPU needed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from lowprec.gpu import KERNEL_DIR, SOURCES
 
 NVCC = shutil.which("nvcc") or (
     "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
-pytestmark = pytest.mark.skipif(NVCC is None, reason="nvcc (CUDA toolkit) is not installed")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc (CUDA toolkit) is not installed")
 
 
 def _ptxas() -> str:
@@ -39,6 +40,7 @@ def ptx(tmp_path_factory) -> dict[str, str]:
     return out
 
 
+@needs_nvcc
 @pytest.mark.parametrize("src", SOURCES)
 def test_assembles_for_sm90(src, ptx, tmp_path):
     ptx_file = tmp_path / "k.ptx"
@@ -49,6 +51,7 @@ def test_assembles_for_sm90(src, ptx, tmp_path):
     assert (tmp_path / "k.cubin").stat().st_size > 0
 
 
+@needs_nvcc
 def test_every_catalogued_kernel_exists(ptx):
     from lowprec.gpu import ARITH_FORMATS, ARITH_OPS, BACK_CONVERSIONS, CONVERSIONS
 
@@ -60,12 +63,14 @@ def test_every_catalogued_kernel_exists(ptx):
     assert want <= entries, sorted(want - entries)
 
 
+@needs_nvcc
 def test_conversions_are_not_flushed_by_cupy_ftz(ptx):
     """CuPy adds -ftz=true; no conversion kernel may contain a flushing (.ftz) instruction."""
     flushing = [line.strip() for line in ptx["convert.cu"].splitlines() if ".ftz" in line]
     assert flushing == []
 
 
+@needs_nvcc
 def test_hardware_instructions_are_used(ptx):
     conv, gemm = ptx["convert.cu"], ptx["gemm_fp8.cu"]
     assert "cvt.rn.satfinite.e4m3x2.f32" in conv and "cvt.rn.satfinite.e5m2x2.f32" in conv
@@ -75,3 +80,36 @@ def test_hardware_instructions_are_used(ptx):
     assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in gemm
     assert "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32" in gemm
     assert "add.rn.f16" in ptx["arith.cu"] and "fma.rn.bf16" in ptx["arith.cu"]
+
+
+def _nvrtc_and_headers():
+    """CuPy's NVRTC binding and the CUDA headers, or None (then the test skips)."""
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+
+        nvrtc.getVersion()
+    except Exception:  # noqa: BLE001 -- CuPy or libnvrtc missing: nothing to test with
+        return None
+    roots = [Path(NVCC).resolve().parents[1]] if NVCC else []
+    roots.append(Path("/usr/local/cuda"))
+    for root in roots:
+        for inc in (root / "include", root / "targets" / "x86_64-linux" / "include"):
+            if (inc / "cuda_fp8.h").exists():
+                return nvrtc, inc
+    return None
+
+
+@pytest.mark.parametrize("src", SOURCES)
+def test_nvrtc_compiles_like_cupy(src):
+    """NVRTC (what CuPy's RawModule uses; no GPU needed) with CuPy's -ftz=true, for sm_90."""
+    found = _nvrtc_and_headers()
+    if found is None:
+        pytest.skip("CuPy's NVRTC binding (cupy + nvidia-cuda-nvrtc) or the CUDA headers missing")
+    nvrtc, inc = found
+    prog = nvrtc.createProgram((KERNEL_DIR / src).read_text(), src, [], [])
+    try:
+        nvrtc.compileProgram(prog, ["--std=c++17", f"-I{KERNEL_DIR}", f"-I{inc}", "-ftz=true",
+                                    "-arch=sm_90"])
+    except Exception as exc:  # noqa: BLE001 -- show NVRTC's log
+        pytest.fail(f"{exc}\n{nvrtc.getProgramLog(prog)}")
+    assert len(nvrtc.getCUBIN(prog)) > 0
