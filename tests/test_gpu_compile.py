@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from lowprec.gpu import KERNEL_DIR, SOURCES
@@ -113,3 +115,76 @@ def test_nvrtc_compiles_like_cupy(src):
     except Exception as exc:  # noqa: BLE001 -- show NVRTC's log
         pytest.fail(f"{exc}\n{nvrtc.getProgramLog(prog)}")
     assert len(nvrtc.getCUBIN(prog)) > 0
+
+
+_HOST_MAIN = r"""
+#include "arith.cu"
+#include <cstdio>
+#include <cstring>
+int main() {  // reads "op a b c" (double bits in hex), prints lp_exact_odd's bits
+    unsigned op; unsigned long long a, b, c;
+    while (scanf("%u %llx %llx %llx", &op, &a, &b, &c) == 4) {
+        double x, y, z, r;
+        memcpy(&x, &a, 8); memcpy(&y, &b, 8); memcpy(&z, &c, 8);
+        r = lp_exact_odd((int)op, x, y, z);
+        unsigned long long rb; memcpy(&rb, &r, 8);
+        printf("%016llx\n", rb);
+    }
+    return 0;
+}
+"""
+
+
+def _round_to_odd(exact: Fraction) -> float:
+    """The double that truncates ``exact`` and has its last bit set if that lost anything."""
+    import math
+
+    f = float(exact)  # nearest
+    if Fraction(f) == exact:
+        return f
+    if abs(Fraction(f)) > abs(exact):
+        f = math.nextafter(f, 0.0)  # now the truncation
+    bits = np.array([f]).view(np.uint64)[0]
+    return f if bits & 1 else math.nextafter(f, math.copysign(math.inf, f))
+
+
+@needs_nvcc
+def test_sweep_reference_rounds_exact_results_to_odd(tmp_path):
+    """The arithmetic sweeps' reference (lp_exact_odd in arith.cu, built for the host)
+    gives the exact result rounded to odd, checked with Fractions on random fp16/bf16
+    operands: add, sub, mul, fma, div."""
+    from lowprec import decode
+
+    src = tmp_path / "host.cu"
+    src.write_text(_HOST_MAIN)
+    exe = tmp_path / "host"
+    subprocess.run([NVCC, "-arch=sm_90", f"-I{KERNEL_DIR}", str(src), "-o", str(exe)],
+                   check=True, capture_output=True, text=True)
+    rng = np.random.default_rng(11)
+    cases, lines = [], []
+    for fmt in ("fp16", "bf16"):
+        for op in range(5):
+            codes = rng.integers(0, 1 << 16, size=(3, 400), dtype=np.uint16)
+            vals = [decode(c, fmt).astype(np.float64) for c in codes]
+            for a, b, c in zip(*vals, strict=True):
+                if not (np.isfinite(a) and np.isfinite(b) and np.isfinite(c)) or (op == 4 and b == 0):
+                    continue
+                cases.append((op, a, b, c))
+                h = [f"{int(np.array([v]).view(np.uint64)[0]):x}" for v in (a, b, c)]
+                lines.append(f"{op} {h[0]} {h[1]} {h[2]}")
+    out = subprocess.run([str(exe)], input="\n".join(lines) + "\n", check=True,
+                         capture_output=True, text=True).stdout.split()
+    assert len(out) == len(cases)
+    bad = []
+    for (op, a, b, c), got in zip(cases, out, strict=True):
+        A, B, C = Fraction(a), Fraction(b), Fraction(c)
+        exact = [A + B, A - B, A * B, A * B + C, A / B if b else None][op]
+        want = _round_to_odd(exact)
+        g = np.array([int(got, 16)], dtype=np.uint64).view(np.float64)[0]
+        if want == 0.0:
+            ok = g == 0.0  # the sign of an exact zero follows IEEE rules, not checked here
+        else:
+            ok = np.array([want]).view(np.uint64)[0] == int(got, 16)
+        if not ok:
+            bad.append((op, a, b, c, g, want))
+    assert bad == [], bad[:3]

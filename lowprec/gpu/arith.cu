@@ -93,31 +93,57 @@ LP_RN_OPS(bf16, "cvt.rn.bf16.f32")
 //   a/b: the remainder a - q*b is exact (one fma) and its sign says where
 //        the true quotient lies.
 // ---------------------------------------------------------------------------
-__device__ __forceinline__ double lp_round_odd(double s, int direction) {
+// The same functions run on the host in tests/test_gpu_compile.py (a host
+// program built with nvcc checks them against exact fractions), so the plain
+// double operations below go through LP_DADD etc.: __dadd_rn & co. on the
+// device (never contracted into an fma), volatile IEEE doubles on the host.
+#ifdef __CUDA_ARCH__
+#define LP_DADD(x, y) __dadd_rn(x, y)
+#define LP_DSUB(x, y) __dsub_rn(x, y)
+#define LP_DMUL(x, y) __dmul_rn(x, y)
+#define LP_DDIV(x, y) __ddiv_rn(x, y)
+#define LP_DFMA(x, y, z) __fma_rn(x, y, z)
+#else
+static inline double lp_h_add(double x, double y) { volatile double r = x + y; return r; }
+static inline double lp_h_mul(double x, double y) { volatile double r = x * y; return r; }
+static inline double lp_h_div(double x, double y) { volatile double r = x / y; return r; }
+#define LP_DADD(x, y) lp_h_add(x, y)
+#define LP_DSUB(x, y) lp_h_add(x, -(y))
+#define LP_DMUL(x, y) lp_h_mul(x, y)
+#define LP_DDIV(x, y) lp_h_div(x, y)
+#define LP_DFMA(x, y, z) fma(x, y, z)
+#endif
+
+__host__ __device__ inline double lp_round_odd(double s, int direction) {
     // direction: sign of (exact - s); 0 when s is exact.
     if (direction == 0 || !isfinite(s)) return s;
-    lp_u64 b = (lp_u64)__double_as_longlong(s);
+    lp_u64 b;
+    memcpy(&b, &s, sizeof b);
     if (b & 1ULL) return s;  // already odd: truncation keeps it
     const bool away = (direction > 0) == (s > 0.0);  // exact is farther from zero
     b = away ? b + 1 : b - 1;
-    return __longlong_as_double((long long)b);
+    double r;
+    memcpy(&r, &b, sizeof r);
+    return r;
 }
-__device__ __forceinline__ double lp_sum_odd(double x, double y) {
-    const double s = __dadd_rn(x, y);
-    const double yy = __dsub_rn(s, x);
-    const double e = __dadd_rn(__dsub_rn(x, __dsub_rn(s, yy)), __dsub_rn(y, yy));
+__host__ __device__ inline double lp_sum_odd(double x, double y) {
+    // TwoSum (Knuth): s + e == x + y exactly.
+    const double s = LP_DADD(x, y);
+    const double yy = LP_DSUB(s, x);
+    const double e = LP_DADD(LP_DSUB(x, LP_DSUB(s, yy)), LP_DSUB(y, yy));
     return lp_round_odd(s, (e > 0.0) - (e < 0.0));
 }
-__device__ __forceinline__ double lp_exact_odd(int op, double a, double b, double c) {
+// op: 0 add, 1 sub, 2 mul, 3 fma, 4 div.
+__host__ __device__ inline double lp_exact_odd(int op, double a, double b, double c) {
     switch (op) {
-    case 0: return lp_sum_odd(a, b);                    // add
-    case 1: return lp_sum_odd(a, -b);                   // sub
-    case 2: return __dmul_rn(a, b);                     // mul (exact)
-    case 3: return lp_sum_odd(__dmul_rn(a, b), c);      // fma
-    default: {                                          // div
-        const double q = __ddiv_rn(a, b);
+    case 0: return lp_sum_odd(a, b);
+    case 1: return lp_sum_odd(a, -b);
+    case 2: return LP_DMUL(a, b);                      // exact
+    case 3: return lp_sum_odd(LP_DMUL(a, b), c);       // a*b exact, then TwoSum
+    default: {
+        const double q = LP_DDIV(a, b);
         if (!isfinite(q) || q == 0.0) return q;
-        const double r = __fma_rn(-q, b, a);            // exact remainder
+        const double r = LP_DFMA(-q, b, a);            // exact remainder a - q*b
         const int dir = ((r > 0.0) - (r < 0.0)) * ((b > 0.0) - (b < 0.0));
         return lp_round_odd(q, dir);
     }
