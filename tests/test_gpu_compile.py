@@ -188,3 +188,61 @@ def test_sweep_reference_rounds_exact_results_to_odd(tmp_path):
         if not ok:
             bad.append((op, a, b, c, g, want))
     assert bad == [], bad[:3]
+
+
+_TABLE_MAIN = r"""
+#include "lp_common.cuh"
+#include <cstdio>
+#include <vector>
+int main(int argc, char** argv) {  // argv: ncodes lo.bin hi.bin; stdin: "sign mag code"
+    const unsigned n = (unsigned)atoi(argv[1]);
+    std::vector<unsigned> lo(2 * n), hi(2 * n);
+    FILE* f = fopen(argv[2], "rb"); fread(lo.data(), 4, 2 * n, f); fclose(f);
+    f = fopen(argv[3], "rb"); fread(hi.data(), 4, 2 * n, f); fclose(f);
+    unsigned s, m, c;
+    while (scanf("%u %u %u", &s, &m, &c) == 3) {
+        bool big = false;
+        const bool ok = lp_in_range<unsigned>(lo.data(), hi.data(), n, s, c, m, &big);
+        printf("%d %d\n", (int)ok, (int)big);
+    }
+    return 0;
+}
+"""
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["f32_e4m3_nosat", "f32_fp16_rz", "f32_e2m1_rn"])
+def test_device_table_check_agrees_with_python_tables(name, tmp_path):
+    """lp_in_range (the sweeps' check, built for the host) reads the tables that
+    lowprec.gpu._tables lays out: the emulator's code passes, its neighbours fail,
+    and 'GPU larger' is flagged for the neighbour of larger magnitude."""
+    from lowprec.gpu import CONVERSIONS
+    from lowprec.gpu._tables import build_table
+
+    conv = CONVERSIONS[name]
+    ncodes = 1 << conv.format.width
+    table = build_table(conv.emulate, 32, ncodes)
+    lo, hi = table.lo_hi()
+    lo.tofile(tmp_path / "lo.bin")
+    hi.tofile(tmp_path / "hi.bin")
+    (tmp_path / "t.cu").write_text(_TABLE_MAIN)
+    subprocess.run([NVCC, f"-I{KERNEL_DIR}", str(tmp_path / "t.cu"), "-o", str(tmp_path / "t")],
+                   check=True, capture_output=True, text=True)
+    rng = np.random.default_rng(2)
+    u = rng.integers(0, 1 << 32, size=3000, dtype=np.uint64).astype(np.uint32)
+    u = u[(u & 0x7FFFFFFF) <= 0x7F800000]
+    code = conv.emulate(u.view(np.float32)).astype(np.int64)
+    sign, mag = u >> 31, u & 0x7FFFFFFF
+    mask = conv.format.sign_mask - 1
+    bigger = (code & ~mask) | np.minimum((code & mask) + 1, mask)
+    lines = [f"{s} {m} {c}" for s, m, c in zip(sign, mag, code, strict=True)]
+    lines += [f"{s} {m} {c}" for s, m, c in zip(sign, mag, bigger, strict=True)]
+    res = subprocess.run([str(tmp_path / "t"), str(ncodes), str(tmp_path / "lo.bin"),
+                          str(tmp_path / "hi.bin")], input="\n".join(lines) + "\n",
+                         check=True, capture_output=True, text=True).stdout.split("\n")
+    res = np.array([list(map(int, r.split())) for r in res if r])
+    k = len(u)
+    assert res[:k, 0].all()  # the emulator's own code is accepted
+    differs = bigger != code
+    assert not res[k:, 0][differs].any()  # a different code is rejected ...
+    assert res[k:, 1][differs].all()  # ... and flagged as larger in magnitude

@@ -58,7 +58,7 @@ __device__ __forceinline__ double lp_bits_f64(lp_u64 u) {
 // counters[4] += slot counter for the first mismatches (may exceed cap)
 // ---------------------------------------------------------------------------
 template <typename M>
-__device__ __forceinline__ bool lp_in_range(const M* lo, const M* hi, lp_u32 ncodes,
+__host__ __device__ inline bool lp_in_range(const M* lo, const M* hi, lp_u32 ncodes,
                                             lp_u32 sign, lp_u32 code, M mag, bool* too_big) {
     if (code >= ncodes) { *too_big = false; return false; }
     const lp_u32 k = sign * ncodes + code;
