@@ -409,20 +409,32 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
 
     shapes = [(16, 8, 32), (64, 64, 256)] + ([] if quick else [(128, 128, 1024)])
     rows = []
-    for name in ("fp16", "bf16", *GEMM_FP8_KERNELS):
+    runs = [(name, "cublas") for name in ("fp16", "bf16")]
+    runs += [(name, eng) for name in GEMM_FP8_KERNELS for eng in ("mma", "wgmma")]
+    for name, engine in runs:
         fmt = get_format(name)
         for (m, n, k) in shapes:
             a, ai, s = _gemm_operands(fmt, (m, k), rng)
             b, bi, _ = _gemm_operands(fmt, (k, n), rng)
-            got = cupy.asnumpy(rt.matmul(a, b, name))
+            kernel = {"cublas": "cublasGemmEx", "mma": "mma.sync m16n8k32",
+                      "wgmma": "wgmma m64n8k32 (experimental)"}[engine]
+            try:
+                if engine == "cublas":
+                    got = cupy.asnumpy(rt.matmul(a, b, name))
+                else:
+                    got = cupy.asnumpy(rt.matmul(a, b, name, engine=engine))
+            except Exception as exc:  # noqa: BLE001 -- e.g. wgmma on a non-Hopper GPU
+                rows.append({"format": name, "shape": [m, n, k], "kernel": kernel,
+                             "error": f"{type(exc).__name__}: {exc}"[:300]})
+                log(f"  gemm {name} {kernel}: {type(exc).__name__}")
+                continue
             chunks = [k, 32, 16, 8, 4]
             models = _gemm_models(ai, bi, s, chunks, (24, 23, 22, 21, 20, 16, 13), ("rne", "rtz"))
             match = {mname: int((v.view(np.uint32) == got.view(np.uint32)).sum())
                      for mname, v in models.items()}
             best = max(match, key=match.get)
             exact = models.get(f"chunk{k}_p24_rne")
-            row = {"format": name, "shape": [m, n, k], "outputs": m * n,
-                   "kernel": "mma.sync m16n8k32" if name in GEMM_FP8_KERNELS else "cublasGemmEx",
+            row = {"format": name, "shape": [m, n, k], "outputs": m * n, "kernel": kernel,
                    "best_model": best, "best_matches": match[best],
                    "matches_exact_then_round_once": match.get(f"chunk{k}_p24_rne"),
                    "all_models": dict(sorted(match.items(), key=lambda kv: -kv[1])[:8])}
@@ -430,8 +442,8 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
                 d = np.abs(got.astype(np.float64) - exact.astype(np.float64))
                 row["max_abs_diff_vs_exact"] = float(d.max())
             rows.append(row)
-            log(f"  gemm {name} {m}x{n}x{k}: best {best} matches {match[best]}/{m * n}")
-        if name == "fp16":  # cupy.matmul itself (fp16 out)
+            log(f"  gemm {name} {kernel} {m}x{n}x{k}: best {best} matches {match[best]}/{m * n}")
+        if name == "fp16" and engine == "cublas":  # cupy.matmul itself (fp16 out)
             a, ai, s = _gemm_operands(fmt, (64, 256), rng)
             b, bi, _ = _gemm_operands(fmt, (256, 64), rng)
             got16 = cupy.asnumpy(rt.matmul(a, b, name, out="float16")).view(np.uint16)
@@ -527,7 +539,7 @@ def to_markdown(report: dict) -> str:
          ["name", "cuda", "codes", "mismatches", "nan_codes_not_nan_on_gpu"]),
         ("gemm", "GEMM accumulation models (outputs matched bit for bit)",
          ["format", "shape", "kernel", "outputs", "best_model", "best_matches",
-          "matches_exact_then_round_once", "max_abs_diff_vs_exact"]),
+          "matches_exact_then_round_once", "max_abs_diff_vs_exact", "error"]),
     ):
         if key in report:
             L += ["", f"## {title}", ""] + _md_table(report[key], cols)

@@ -83,10 +83,13 @@ step pytest 150 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_device.py 
     tests/test_gpu_compile.py tests/test_gpu_validate.py -rs
 step validate 240 "$PY" -m lowprec validate --gpu --out "$WORK/validation"
 step bench 120 "$PY" benchmarks/bench_gpu.py --json "$WORK/bench.json"
-# Which tensor-core instruction mma.sync on FP8 becomes on this GPU (SASS).
+# Which tensor-core instructions the FP8 kernels become on this GPU (SASS):
+# mma.sync (sm_90) and the experimental wgmma kernel (sm_90a).
 step sass 60 bash -c "set -o pipefail; nvcc -arch=sm_90 -I lowprec/gpu -cubin lowprec/gpu/gemm_fp8.cu \
-    -o $WORK/gemm.cubin && cuobjdump --dump-sass $WORK/gemm.cubin \
-    | grep -oE '\b[A-Z]*MMA[.A-Z0-9]*' | sort | uniq -c > $WORK/sass.txt"
+    -o $WORK/gemm.cubin && nvcc -gencode=arch=compute_90a,code=sm_90a -I lowprec/gpu -cubin \
+    lowprec/gpu/gemm_fp8_wgmma.cu -o $WORK/wgmma.cubin && for f in gemm wgmma; do echo \$f:; \
+    cuobjdump --dump-sass $WORK/\$f.cubin | grep -oE '\b[A-Z]*MMA[.A-Za-z0-9]*' | sort | uniq -c; \
+    done > $WORK/sass.txt"
 
 # --- the report ----------------------------------------------------------------------
 "$PY" - "$WORK" "$HW" "${STATUS[*]}" <<'PYEOF' >>"$LOG" 2>&1
@@ -107,7 +110,7 @@ L = [f"# lowprec on {(val or {}).get('device', {}).get('name', 'an NVIDIA GPU')}
      "## Machine", "", "```", env.strip(), "```", "",
      f"Step exit codes: `{status}`", "",
      "## GPU tests", "", "```", *(m[-1:] or ["(no pytest summary found; see log.txt)"]), "```", "",
-     "## SASS of the FP8 mma.sync kernel (instruction counts)", "", "```", sass, "```", ""]
+     "## SASS of the FP8 kernels: mma.sync (gemm) and wgmma (instruction counts)", "", "```", sass, "```", ""]
 if bench:
     L += ["## Benchmark (benchmarks/bench_gpu.py)", "",
           f"Device-to-device copy: {bench['copy_bandwidth_bytes_per_s'] / 1e12:.2f} TB/s.", "",

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lowprec.gpu import KERNEL_DIR, SOURCES
+from lowprec.gpu import KERNEL_DIR, SOURCES, SOURCES_SM90A
 
 NVCC = shutil.which("nvcc") or (
     "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").exists() else None)
@@ -246,3 +246,33 @@ def test_device_table_check_agrees_with_python_tables(name, tmp_path):
     differs = bigger != code
     assert not res[k:, 0][differs].any()  # a different code is rejected ...
     assert res[k:, 1][differs].all()  # ... and flagged as larger in magnitude
+
+
+@needs_nvcc
+@pytest.mark.parametrize("src", SOURCES_SM90A)
+def test_wgmma_source_compiles_for_sm90a(src, tmp_path):
+    """wgmma exists only for sm_90a: nvcc -gencode arch=compute_90a,code=sm_90a."""
+    out = tmp_path / "w.cubin"
+    res = subprocess.run([NVCC, "-gencode=arch=compute_90a,code=sm_90a", "--std=c++17",
+                          f"-I{KERNEL_DIR}", "-cubin", str(KERNEL_DIR / src), "-o", str(out)],
+                         check=False, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert out.stat().st_size > 0
+
+
+@pytest.mark.parametrize("src", SOURCES_SM90A)
+def test_wgmma_source_compiles_with_nvrtc_for_sm90a(src):
+    """What lowprec.gpu._runtime.module_sm90a does at run time, minus loading."""
+    found = _nvrtc_and_headers()
+    if found is None:
+        pytest.skip("CuPy's NVRTC binding (cupy + nvidia-cuda-nvrtc) or the CUDA headers missing")
+    nvrtc, _ = found
+    prog = nvrtc.createProgram((KERNEL_DIR / src).read_text(), src, [], [])
+    try:
+        nvrtc.compileProgram(prog, ["--std=c++17", f"-I{KERNEL_DIR}", "-arch=sm_90a"])
+    except Exception as exc:  # noqa: BLE001 -- show NVRTC's log
+        pytest.fail(f"{exc}\n{nvrtc.getProgramLog(prog)}")
+    ptx = nvrtc.getPTX(prog).decode() if hasattr(nvrtc, "getPTX") else ""
+    assert len(nvrtc.getCUBIN(prog)) > 0
+    if ptx:
+        assert "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3" in ptx

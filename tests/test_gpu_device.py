@@ -76,8 +76,16 @@ def test_fp16_add_matches_correct_rounding():
     assert np.array_equal(got[~nan], want[~nan])
 
 
-@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2", "fp16", "bf16"])
-def test_matmul_close_to_exact(fmt):
+@pytest.mark.parametrize(("fmt", "engine"), [
+    ("fp8_e4m3", "mma"), ("fp8_e5m2", "mma"), ("fp16", "mma"), ("bf16", "mma"),
+    pytest.param("fp8_e4m3", "wgmma", marks=pytest.mark.skipif(
+        lg.available() and __import__("cupy").cuda.Device().compute_capability != "90",
+        reason="wgmma needs sm_90a (Hopper)")),
+    pytest.param("fp8_e5m2", "wgmma", marks=pytest.mark.skipif(
+        lg.available() and __import__("cupy").cuda.Device().compute_capability != "90",
+        reason="wgmma needs sm_90a (Hopper)")),
+])
+def test_matmul_close_to_exact(fmt, engine):
     """Checks the fragment layout / cuBLAS call: error within fp32 accumulation bounds."""
     import cupy
 
@@ -87,7 +95,8 @@ def test_matmul_close_to_exact(fmt):
     rng = np.random.default_rng(5)
     a, ai, s = V._gemm_operands(f, (48, 96), rng)
     b, bi, _ = V._gemm_operands(f, (96, 24), rng)
-    got = cupy.asnumpy(lg.matmul(a, b, fmt)).astype(np.float64)
+    kw = {"engine": engine} if fmt.startswith("fp8") else {}
+    got = cupy.asnumpy(lg.matmul(a, b, fmt, **kw)).astype(np.float64)
     exact = (ai @ bi) * 2.0 ** (-2 * s)
     scale = np.abs(ai) @ np.abs(bi) * 2.0 ** (-2 * s)
     # A wrong fragment layout gives errors of the size of `scale`; any accumulator of

@@ -124,3 +124,19 @@ def test_encode_twin_is_lowprec_encode():
     x = np.array([1.0, 1.0 + 2.0 ** -11, 70000.0], np.float32)
     assert np.array_equal(CONVERSIONS["f32_fp16_rn"].emulate(x), encode(x, "fp16", "rne"))
     assert np.array_equal(CONVERSIONS["f32_fp16_rz"].emulate(x), encode(x, "fp16", "rtz"))
+
+
+@pytest.mark.skipif(available(), reason="a GPU is available here")
+def test_gpu_functions_say_why_they_cannot_run():
+    import lowprec.gpu as lg
+
+    calls = [
+        lambda: lg.convert(np.zeros(3, np.float32), "fp16"),
+        lambda: lg.widen(np.zeros(3, np.uint8), "fp8_e4m3"),
+        lambda: lg.arith("add", "bf16", np.zeros(2, np.uint16), np.zeros(2, np.uint16)),
+        lambda: lg.matmul(np.zeros((2, 2), np.uint8), np.zeros((2, 2), np.uint8), "fp8_e4m3"),
+    ]
+    for call in calls:
+        with pytest.raises(lg.GPUUnavailableError, match="lowprec.gpu cannot run: "):
+            call()
+    assert lg.available() is False and lg.unavailable_reason()

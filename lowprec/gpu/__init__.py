@@ -13,9 +13,12 @@ With a GPU (CuPy arrays of raw codes in and out; CuPy has no fp8 dtype)::
     bits, wide = lg.widen(codes, "fp8_e4m3")        # back to fp16 bits
     s = lg.arith("add", "bf16", a_codes, b_codes)   # __hadd_rn
     c = lg.matmul(a_codes, b_codes, "fp8_e4m3")     # mma.sync m16n8k32, fp32 out
+    c = lg.matmul(a_codes, b_codes, "fp8_e4m3", engine="wgmma")  # sm_90a, EXPERIMENTAL
 
 The kernels are CUDA sources in this directory (``convert.cu``, ``arith.cu``,
-``gemm_fp8.cu``), compiled by CuPy's NVRTC for the device at first use.
+``gemm_fp8.cu``), compiled by CuPy's NVRTC for the device at first use;
+``gemm_fp8_wgmma.cu`` (Hopper's FP8 tensor cores, sm_90a; not yet run on
+hardware) is compiled by lowprec with NVRTC, since CuPy cannot target sm_90a.
 ``lowprec validate --gpu`` checks them bit for bit against the emulator.
 """
 
@@ -26,6 +29,7 @@ from ._catalog import (
     CONVERSIONS,
     KERNEL_DIR,
     SOURCES,
+    SOURCES_SM90A,
     BackConversion,
     Conversion,
 )
@@ -43,6 +47,7 @@ from ._runtime import (
 
 __all__ = [
     "ARITH_FORMATS", "ARITH_OPS", "BACK_CONVERSIONS", "CONVERSIONS", "KERNEL_DIR", "SOURCES",
+    "SOURCES_SM90A",
     "BackConversion", "Conversion", "GPUUnavailableError", "arith", "available", "convert",
     "device_info", "matmul", "require", "unavailable_reason", "widen",
 ]

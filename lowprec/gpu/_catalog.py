@@ -18,8 +18,10 @@ from ..formats import FloatFormat, get_format
 from ..rounding import encode
 
 KERNEL_DIR = Path(__file__).parent
-#: The CUDA sources; each compiles on its own (``lp_common.cuh`` is included).
+#: The CUDA sources for sm_89+ (CuPy RawModule); each compiles on its own.
 SOURCES = ("convert.cu", "arith.cu", "gemm_fp8.cu")
+#: Sources that need the sm_90a target (wgmma): compiled by lowprec with NVRTC.
+SOURCES_SM90A = ("gemm_fp8_wgmma.cu",)
 
 
 @dataclass(frozen=True)
@@ -146,3 +148,5 @@ ARITH_FORMATS = ("fp16", "bf16")
 #: Operations whose sweeps run on the device (exact reference computed there).
 SWEEP_OPS = ("add", "sub", "mul", "div", "div_rn", "fma")
 GEMM_FP8_KERNELS = {"fp8_e4m3": "gemm_e4m3_f32", "fp8_e5m2": "gemm_e5m2_f32"}
+#: EXPERIMENTAL (not yet run on hardware): the same products through wgmma (sm_90a).
+WGMMA_FP8_KERNELS = {"fp8_e4m3": "wgmma_e4m3_f32", "fp8_e5m2": "wgmma_e5m2_f32"}

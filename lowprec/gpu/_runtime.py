@@ -14,6 +14,7 @@ from ._catalog import (
     CONVERSIONS,
     GEMM_FP8_KERNELS,
     KERNEL_DIR,
+    WGMMA_FP8_KERNELS,
     Conversion,
 )
 
@@ -104,6 +105,33 @@ def module(source: str):
     return cupy.RawModule(code=code, options=("--std=c++17", f"-I{KERNEL_DIR}"))
 
 
+@functools.cache
+def module_sm90a(source: str):
+    """A module for the sm_90a target (wgmma), which CuPy's RawModule cannot request.
+
+    Compiled here with NVRTC (``-arch=sm_90a``) through CuPy's binding and loaded
+    from the cubin. Needs a Hopper GPU (compute capability 9.0).
+    """
+    require()
+    import tempfile
+
+    import cupy
+    from cupy_backends.cuda.libs import nvrtc
+
+    cc = cupy.cuda.Device().compute_capability
+    if cc != "90":
+        raise GPUUnavailableError(f"{source} needs sm_90a (Hopper); this GPU is sm_{cc}")
+    prog = nvrtc.createProgram((KERNEL_DIR / source).read_text(), source, [], [])
+    try:
+        nvrtc.compileProgram(prog, ["--std=c++17", f"-I{KERNEL_DIR}", "-arch=sm_90a"])
+    except Exception as exc:  # add NVRTC's log to the error
+        raise RuntimeError(f"NVRTC failed on {source}: {nvrtc.getProgramLog(prog)}") from exc
+    cubin = nvrtc.getCUBIN(prog)
+    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as f:
+        f.write(cubin)
+    return cupy.RawModule(path=f.name)
+
+
 def _launch(kernel, n: int, args: tuple, per_thread: int = 1) -> None:
     import cupy
 
@@ -114,6 +142,7 @@ def _launch(kernel, n: int, args: tuple, per_thread: int = 1) -> None:
 
 def _fresh(x, dtype):
     """A C-contiguous, freshly allocated (so 256-byte aligned) device array of x."""
+    require()
     import cupy
 
     arr = cupy.asarray(x)
@@ -146,6 +175,7 @@ def convert(x, fmt: str, mode: str = "rne", *, saturate: bool = False):
     Only the modes the hardware offers exist (see ``CONVERSIONS``); fp6/fp4
     conversions always saturate and give +max for NaN (CUDA's convention).
     """
+    require()
     import cupy
 
     x = cupy.asarray(x)
@@ -212,14 +242,16 @@ def arith(op: str, fmt: str, *operands):
     return out
 
 
-def matmul(a, b, fmt: str, *, out: str = "float32"):
+def matmul(a, b, fmt: str, *, out: str = "float32", engine: str = "mma"):
     """Matrix product of code matrices on the GPU.
 
     * fp16/bf16, ``out="float32"``: cuBLAS ``cublasGemmEx`` with fp32 output and
       ``CUBLAS_COMPUTE_32F`` (tensor cores, fp32 accumulation);
     * fp16, ``out="float16"``: ``cupy.matmul`` on float16 arrays, as CuPy users
       call it (2-D; CuPy's batched fp16 path converts to fp32 first);
-    * fp8_e4m3/fp8_e5m2: ``mma.sync.m16n8k32`` with fp32 accumulation (gemm_fp8.cu).
+    * fp8_e4m3/fp8_e5m2: ``mma.sync.m16n8k32`` with fp32 accumulation (gemm_fp8.cu);
+      ``engine="wgmma"``: EXPERIMENTAL, not yet run on hardware --
+      ``wgmma.mma_async.m64n8k32`` on Hopper's FP8 tensor cores (gemm_fp8_wgmma.cu).
 
     Returns float32 (or float16) CuPy array of shape (M, N).
     """
@@ -237,14 +269,22 @@ def matmul(a, b, fmt: str, *, out: str = "float32"):
     if name in GEMM_FP8_KERNELS:
         if out != "float32":
             raise ValueError("FP8 products are returned as float32 only")
-        mp, np_, kp = -(-m // 16) * 16, -(-n // 8) * 8, -(-k // 32) * 32
+        if engine not in ("mma", "wgmma"):
+            raise ValueError(f"engine must be 'mma' or 'wgmma', got {engine!r}")
+        tile_m = 64 if engine == "wgmma" else 16
+        mp, np_, kp = -(-m // tile_m) * tile_m, -(-n // 8) * 8, -(-k // 32) * 32
         ap = cupy.zeros((mp, kp), dtype=np.uint8)
         bp = cupy.zeros((kp, np_), dtype=np.uint8)
         ap[:m, :k] = a
         bp[:k, :n] = b
         c = cupy.empty((mp, np_), dtype=np.float32)
-        kern = module("gemm_fp8.cu").get_function(GEMM_FP8_KERNELS[name])
-        kern((np_ // 8, mp // 16), (32,), (ap, bp, c, np.int32(mp), np.int32(np_), np.int32(kp)))
+        dims = (np.int32(mp), np.int32(np_), np.int32(kp))
+        if engine == "wgmma":  # B goes in transposed (N x K, "K-major")
+            kern = module_sm90a("gemm_fp8_wgmma.cu").get_function(WGMMA_FP8_KERNELS[name])
+            kern((np_ // 8, mp // 64), (128,), (ap, cupy.ascontiguousarray(bp.T), c, *dims))
+        else:
+            kern = module("gemm_fp8.cu").get_function(GEMM_FP8_KERNELS[name])
+            kern((np_ // 8, mp // 16), (32,), (ap, bp, c, *dims))
         return c[:m, :n].copy()
     if name not in ("fp16", "bf16"):
         raise ValueError(f"GPU matmul exists for fp16, bf16, fp8_e4m3, fp8_e5m2, not {name}")
