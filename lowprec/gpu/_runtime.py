@@ -187,6 +187,7 @@ def convert(x, fmt: str, mode: str = "rne", *, saturate: bool = False):
 
 def convert_bits(conv: Conversion, bits):
     """Run one conversion kernel on float32 (uint32) / float64 (uint64) bit patterns."""
+    require()
     import cupy
 
     src_dt = np.uint32 if conv.source == "float32" else np.uint64
@@ -201,6 +202,7 @@ def convert_bits(conv: Conversion, bits):
 
 def widen(codes, fmt: str):
     """Hardware conversion of codes back to a wider format's bits: (bits, wide format name)."""
+    require()
     import cupy
 
     from ..formats import get_format
@@ -220,6 +222,7 @@ def widen(codes, fmt: str):
 
 def arith(op: str, fmt: str, *operands):
     """fp16/bf16 arithmetic on the GPU on uint16 codes: ``arith("add", "bf16", a, b)``."""
+    require()
     import cupy
 
     from ..formats import get_format
@@ -255,6 +258,7 @@ def matmul(a, b, fmt: str, *, out: str = "float32", engine: str = "mma"):
 
     Returns float32 (or float16) CuPy array of shape (M, N).
     """
+    require()
     import cupy
 
     from ..formats import get_format
@@ -322,6 +326,7 @@ def sweep_conversion(conv: Conversion, lo, hi, nan_expect, is_nan, start: int, c
 
     Returns (counters[5] as numpy, first mismatch keys as numpy uint64).
     """
+    require()
     import cupy
 
     counters = cupy.zeros(5, dtype=np.uint64)
@@ -337,6 +342,7 @@ def sweep_conversion(conv: Conversion, lo, hi, nan_expect, is_nan, start: int, c
 def sweep_arith(fmt: str, op: str, lo, hi, is_nan, start: int, count: int, seed: int = 0,
                 cap: int = 1024):
     """Run ``sweep_<fmt>_<op>``: seed 0 = all pairs (a, b) = (i >> 16, i & 0xFFFF)."""
+    require()
     import cupy
 
     counters = cupy.zeros(5, dtype=np.uint64)
