@@ -55,7 +55,7 @@ __device__ __forceinline__ double lp_bits_f64(lp_u64 u) {
 // counters[2] += mismatches where hardware and emulator both gave a NaN but
 //                with different bits (payload or sign)
 // counters[3] += hardware result larger in magnitude than the emulator's
-// counters[4] += slot counter for the first mismatches (may exceed cap)
+// counters[4]  = slots taken for the first mismatches (may exceed cap a little)
 // ---------------------------------------------------------------------------
 template <typename M>
 __host__ __device__ inline bool lp_in_range(const M* lo, const M* hi, lp_u32 ncodes,
@@ -75,9 +75,12 @@ __device__ __forceinline__ void lp_flush_counts(lp_u64* counters, lp_u64 checked
     if (big) atomicAdd(&counters[3], big);
 }
 
-// Records a mismatching input (a 64-bit key) in the first free slot.
+// Records a mismatching input (a 64-bit key) in the first free slot. Once the
+// slots are full it returns after one plain read, so a kernel that mismatches
+// everywhere does not serialise on this counter (counters[1] still counts all).
 __device__ __forceinline__ void lp_record(lp_u64* counters, lp_u64* first, lp_u32 cap,
                                           lp_u64 key) {
+    if (*(volatile lp_u64*)&counters[4] >= cap) return;
     const lp_u64 slot = atomicAdd(&counters[4], 1ULL);
     if (slot < cap) first[slot] = key;
 }
