@@ -140,3 +140,82 @@ def test_gpu_functions_say_why_they_cannot_run():
         with pytest.raises(lg.GPUUnavailableError, match="lowprec.gpu cannot run: "):
             call()
     assert lg.available() is False and lg.unavailable_reason()
+
+
+def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
+    """The --gpu code path end to end, with the device replaced by a stand-in that
+    answers like the emulator except for planted mismatches: checks that the one
+    hardware run cannot die on report plumbing, and that planted mismatches are
+    found, re-checked and explained. (It says nothing about any GPU.)"""
+    import sys
+    import types
+
+    import ml_dtypes
+
+    from lowprec.gpu import _runtime as rt
+
+    fake_cupy = types.SimpleNamespace(
+        asnumpy=np.asarray,
+        cuda=types.SimpleNamespace(Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None)))
+    monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
+    monkeypatch.setattr(rt, "require", lambda: None)
+    monkeypatch.setattr(rt, "device_info", lambda: {
+        "name": "stand-in", "compute_capability": "90", "driver_cuda_version": "0",
+        "runtime_cuda_version": "0", "cupy_version": "0"})
+    monkeypatch.setattr(rt, "convert_bits", lambda conv, bits: conv.emulate(
+        bits.view(np.float32 if bits.dtype == np.uint32 else np.float64)))
+
+    def widen(codes, fmt):
+        b = next(b for b in V.BACK_CONVERSIONS.values() if b.fmt == fmt)
+        dt = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}[b.to]
+        with np.errstate(all="ignore"):
+            return decode(codes, fmt).astype(dt).view(np.uint32 if b.to == "fp32" else np.uint16), b.to
+    monkeypatch.setattr(rt, "widen", widen)
+
+    def arith(op, fmt, *ops):
+        vals = [decode(o, fmt).astype(np.float64) for o in ops]
+        with np.errstate(all="ignore"):
+            exact = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b,
+                     "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+                     "div_rn": lambda a, b: a / b, "fma": lambda a, b, c: a * b + c,
+                     "sqrt": np.sqrt, "sqrt_rn": np.sqrt}[op](*vals)
+        return encode(exact, fmt, "rne")
+    monkeypatch.setattr(rt, "arith", arith)
+
+    def sweep_conversion(conv, lo, hi, nan_expect, is_nan, start, count, cap=1024):
+        # One planted mismatch per chunk: the input 1.0 + start/2**32 answered one code up.
+        u = np.array([0x3F800000 + (start >> 24)], dtype=np.uint32)
+        code = conv.emulate(u.view(np.float32)).astype(np.uint64) + np.uint64(1)
+        key = (code << np.uint64(32)) | u.astype(np.uint64)
+        return np.array([count, 1, 0, 1, 1], dtype=np.uint64), key
+    monkeypatch.setattr(rt, "sweep_conversion", sweep_conversion)
+
+    def sweep_arith(fmt, op, lo, hi, is_nan, start, count, seed=0, cap=1024):
+        a, b = np.uint64(0x3C00), np.uint64(0x4000)
+        key = (np.uint64(0x4201) << np.uint64(48)) | (a << np.uint64(16)) | b
+        return np.array([count, 1, 0, 1, 1], dtype=np.uint64), np.array([key])
+    monkeypatch.setattr(rt, "sweep_arith", sweep_arith)
+
+    def matmul(a, b, fmt, *, out="float32", engine="mma"):
+        if engine == "wgmma":
+            raise rt.GPUUnavailableError("stand-in has no sm_90a")
+        f = get_format(fmt)
+        exact = decode(a, f).astype(np.float64) @ decode(b, f).astype(np.float64)
+        return exact.astype(np.float16 if out == "float16" else np.float32)
+    monkeypatch.setattr(rt, "matmul", matmul)
+
+    report = V.run(gpu=True, quick=True, log=lambda s: None)
+    sweeps = {r["name"]: r for r in report["conversion_sweeps"]}
+    assert sweeps["f32_fp16_rn"]["mismatches"] == 4  # one per 2**30 chunk
+    assert sweeps["f32_fp16_rn"]["recorded_confirmed_by_emulator"] == 4
+    assert sweeps["f32_fp16_rn"]["ulp_histogram_of_recorded"] == {"+1": 4}
+    assert "GPU 0x3c01" in sweeps["f32_fp16_rn"]["first"][0]
+    assert all(r["mismatches"] == 0 for r in report["conversion_samples"])
+    assert all(r["mismatches"] == 0 for r in report["back_conversions"])
+    add = next(r for r in report["arithmetic"]["sweeps"] if (r["format"], r["op"]) == ("fp16", "add"))
+    assert add["mismatches"] == 4 and "0x4201" in add["first"][0]
+    gemm = {(r["format"], r["kernel"]): r for r in report["gemm"]}
+    assert "error" in gemm[("fp8_e4m3", "wgmma m64n8k32 (experimental)")]
+    _, m = V.write_report(report, tmp_path)
+    text = m.read_text()
+    assert "stand-in" in text and "First mismatches" in text and "GEMM accumulation" in text
