@@ -437,6 +437,7 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
             row = {"format": name, "shape": [m, n, k], "outputs": m * n, "kernel": kernel,
                    "best_model": best, "best_matches": match[best],
                    "matches_exact_then_round_once": match.get(f"chunk{k}_p24_rne"),
+                   "models_matching_every_output": [k for k, v in match.items() if v == m * n][:6],
                    "all_models": dict(sorted(match.items(), key=lambda kv: -kv[1])[:8])}
             if exact is not None:
                 d = np.abs(got.astype(np.float64) - exact.astype(np.float64))
@@ -539,7 +540,8 @@ def to_markdown(report: dict) -> str:
          ["name", "cuda", "codes", "mismatches", "nan_codes_not_nan_on_gpu"]),
         ("gemm", "GEMM accumulation models (outputs matched bit for bit)",
          ["format", "shape", "kernel", "outputs", "best_model", "best_matches",
-          "matches_exact_then_round_once", "max_abs_diff_vs_exact", "error"]),
+          "matches_exact_then_round_once", "models_matching_every_output",
+          "max_abs_diff_vs_exact", "error"]),
     ):
         if key in report:
             L += ["", f"## {title}", ""] + _md_table(report[key], cols)
