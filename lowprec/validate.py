@@ -402,6 +402,23 @@ def _gemm_models(a_int, b_int, scale: int, chunks, precisions, modes):
     return out
 
 
+def _arith_gemm_models(a_vals: np.ndarray, b_vals: np.ndarray, fmt: str) -> dict:
+    """The accumulation models of ``lowprec.arith``, when it offers them.
+
+    Contract: ``lowprec.arith.GEMM_MODELS`` maps a model name to a callable
+    ``(a_values, b_values, fmt) -> float32 array`` (values, not codes). Absent:
+    nothing; a model that raises is skipped (its error is not a hardware finding).
+    """
+    arith, _ = _arith_twin()
+    out = {}
+    for name, model in getattr(arith, "GEMM_MODELS", {}).items():
+        try:
+            out[f"arith:{name}"] = np.asarray(model(a_vals, b_vals, fmt), dtype=np.float32)
+        except Exception:  # noqa: BLE001, S112 -- a model that cannot run is skipped
+            continue
+    return out
+
+
 def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]:
     import cupy
 
@@ -430,6 +447,7 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
                 continue
             chunks = [k, 32, 16, 8, 4]
             models = _gemm_models(ai, bi, s, chunks, (24, 23, 22, 21, 20, 16, 13), ("rne", "rtz"))
+            models.update(_arith_gemm_models(decode(a, fmt), decode(b, fmt), name))
             match = {mname: int((v.view(np.uint32) == got.view(np.uint32)).sum())
                      for mname, v in models.items()}
             best = max(match, key=match.get)

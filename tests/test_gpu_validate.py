@@ -204,6 +204,11 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
         return exact.astype(np.float16 if out == "float16" else np.float32)
     monkeypatch.setattr(rt, "matmul", matmul)
 
+    # A stand-in lowprec.arith offering one GEMM model (the contract validate reads).
+    fake_arith = types.ModuleType("lowprec.arith")
+    fake_arith.GEMM_MODELS = {"exact_then_fp32": lambda a, b, fmt: (a.astype(np.float64) @ b)}
+    monkeypatch.setitem(sys.modules, "lowprec.arith", fake_arith)
+
     report = V.run(gpu=True, quick=True, log=lambda s: None)
     sweeps = {r["name"]: r for r in report["conversion_sweeps"]}
     assert sweeps["f32_fp16_rn"]["mismatches"] == 4  # one per 2**30 chunk
@@ -216,6 +221,9 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
     assert add["mismatches"] == 4 and "0x4201" in add["first"][0]
     gemm = {(r["format"], r["kernel"]): r for r in report["gemm"]}
     assert "error" in gemm[("fp8_e4m3", "wgmma m64n8k32 (experimental)")]
+    fp16 = next(r for r in report["gemm"] if r["format"] == "fp16" and r["shape"][2] == 256)
+    assert fp16["all_models"]["arith:exact_then_fp32"] == fp16["outputs"]
+    assert all("could not be called" in r["lowprec_arith"] for r in report["arithmetic"]["samples"])
     _, m = V.write_report(report, tmp_path)
     text = m.read_text()
     assert "stand-in" in text and "First mismatches" in text and "GEMM accumulation" in text
