@@ -278,12 +278,14 @@ def _arith_twin() -> tuple[Any, str | None]:
 
 
 def _emulate_op(arith: Any, op: str, fmt: FloatFormat, *codes: np.ndarray) -> np.ndarray:
-    """lowprec.arith's result codes for operand codes (values in, values or codes out)."""
+    """lowprec.arith's result codes for operand codes."""
     base = op.removesuffix("_rn")
     fn = getattr(arith, base)
     with np.errstate(all="ignore"):
-        vals = [decode(c, fmt) for c in codes]
-        r = np.asarray(fn(*vals, fmt, mode="rne"))
+        try:  # codes in, codes out: NaN payloads survive
+            r = np.asarray(fn(*codes, fmt, mode="rne", codes=True))
+        except TypeError:  # a twin without codes=: values in
+            r = np.asarray(fn(*[decode(c, fmt) for c in codes], fmt, mode="rne"))
     if r.dtype.kind in "ui":
         return r.astype(fmt.code_dtype)
     return encode(r, fmt, "rne")
@@ -403,17 +405,24 @@ def _gemm_models(a_int, b_int, scale: int, chunks, precisions, modes):
 
 
 def _arith_gemm_models(a_vals: np.ndarray, b_vals: np.ndarray, fmt: str) -> dict:
-    """The accumulation models of ``lowprec.arith``, when it offers them.
+    """Outputs of every accumulation model of ``lowprec.matmul``, when it exists.
 
-    Contract: ``lowprec.arith.GEMM_MODELS`` maps a model name to a callable
-    ``(a_values, b_values, fmt) -> float32 array`` (values, not codes). Absent:
-    nothing; a model that raises is skipped (its error is not a hardware finding).
+    Uses ``lowprec.matmul.list_models()`` and ``matmul(a, b, inputs=fmt,
+    accumulate="fp32", model=name)`` (imported lazily: built in parallel). A model
+    that raises is skipped: its error is not a hardware finding.
     """
-    arith, _ = _arith_twin()
+    import importlib
+
+    try:
+        mm = importlib.import_module("lowprec.matmul")
+        names = list(mm.list_models())
+    except (ImportError, AttributeError):
+        return {}
     out = {}
-    for name, model in getattr(arith, "GEMM_MODELS", {}).items():
+    for name in names:
         try:
-            out[f"arith:{name}"] = np.asarray(model(a_vals, b_vals, fmt), dtype=np.float32)
+            res = mm.matmul(a_vals, b_vals, inputs=fmt, accumulate="fp32", model=name)
+            out[f"lowprec.matmul:{name}"] = np.asarray(res).astype(np.float32)
         except Exception:  # noqa: BLE001, S112 -- a model that cannot run is skipped
             continue
     return out

@@ -10,6 +10,10 @@
 # numbers: every figure in h200.md is read from this run's output.
 #
 # HOW THE LEAD RUNS IT (device tool, from the repository root on the dev machine)
+# Run it on main after merging the arith branch: validation then also compares
+# with lowprec.arith (random operands, codes=True) and every lowprec.matmul
+# accumulation model (list_models()); without them those rows say so. Their
+# numba kernels compile on first use there (about a minute, inside `validate`).
 #
 # 0. numba: lowprec's CPU emulator needs numba (>= 0.60). The H200 image lists
 #    numba and llvmlite, but its numpy (2.5.x when last seen) may be newer than
@@ -28,7 +32,7 @@
 # 1. Call the device tool once:
 #       run(command="bash scripts/h200_check.sh", carry=[".whl"], timeout_s=420)
 #    (leave carry out if you did not make .whl). Expected 3-4 minutes; the steps'
-#    own limits (100 + 170 + 80 + 30 s) end it before 420 s, with the report
+#    own limits (90 + 200 + 70 + 30 s) end it before 420 s, with the report
 #    written from whatever finished.
 # 2. The files come back under the reply's files_at: h200.md, h200.json,
 #    validation.json, bench.json, log.txt. Copy h200.md and h200.json to
@@ -81,10 +85,10 @@ fi
 mkdir -p "$HW"
 
 # --- the three parts ---------------------------------------------------------------
-step pytest 100 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_device.py \
+step pytest 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_device.py \
     tests/test_gpu_compile.py tests/test_gpu_validate.py -rs
-step validate 170 "$PY" -m lowprec validate --gpu --out "$WORK/validation"
-step bench 80 "$PY" benchmarks/bench_gpu.py --json "$WORK/bench.json"
+step validate 200 "$PY" -m lowprec validate --gpu --out "$WORK/validation"
+step bench 70 "$PY" benchmarks/bench_gpu.py --json "$WORK/bench.json"
 # Which tensor-core instructions the FP8 kernels become on this GPU (SASS):
 # mma.sync (sm_90) and the experimental wgmma kernel (sm_90a).
 step sass 30 bash -c "set -o pipefail; nvcc -arch=sm_90 -I lowprec/gpu -cubin lowprec/gpu/gemm_fp8.cu \

@@ -204,10 +204,17 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
         return exact.astype(np.float16 if out == "float16" else np.float32)
     monkeypatch.setattr(rt, "matmul", matmul)
 
-    # A stand-in lowprec.arith offering one GEMM model (the contract validate reads).
-    fake_arith = types.ModuleType("lowprec.arith")
-    fake_arith.GEMM_MODELS = {"exact_then_fp32": lambda a, b, fmt: (a.astype(np.float64) @ b)}
-    monkeypatch.setitem(sys.modules, "lowprec.arith", fake_arith)
+    # Stand-ins for lowprec.arith (no usable ops) and lowprec.matmul (one model).
+    monkeypatch.setitem(sys.modules, "lowprec.arith", types.ModuleType("lowprec.arith"))
+    fake_mm = types.ModuleType("lowprec.matmul")
+    fake_mm.list_models = lambda: {"exact": "exact sum, rounded once", "broken": "raises"}
+
+    def fake_matmul(a, b, *, inputs, accumulate, model):
+        if model == "broken":
+            raise ValueError("stand-in model that cannot run")
+        return a.astype(np.float64) @ b
+    fake_mm.matmul = fake_matmul
+    monkeypatch.setitem(sys.modules, "lowprec.matmul", fake_mm)
 
     report = V.run(gpu=True, quick=True, log=lambda s: None)
     sweeps = {r["name"]: r for r in report["conversion_sweeps"]}
@@ -222,7 +229,8 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
     gemm = {(r["format"], r["kernel"]): r for r in report["gemm"]}
     assert "error" in gemm[("fp8_e4m3", "wgmma m64n8k32 (experimental)")]
     fp16 = next(r for r in report["gemm"] if r["format"] == "fp16" and r["shape"][2] == 256)
-    assert fp16["all_models"]["arith:exact_then_fp32"] == fp16["outputs"]
+    assert fp16["all_models"]["lowprec.matmul:exact"] == fp16["outputs"]
+    assert not any("broken" in k for k in fp16["all_models"])
     assert all("could not be called" in r["lowprec_arith"] for r in report["arithmetic"]["samples"])
     _, m = V.write_report(report, tmp_path)
     text = m.read_text()
