@@ -205,7 +205,11 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
     monkeypatch.setattr(rt, "matmul", matmul)
 
     # Stand-ins for lowprec.arith (no usable ops) and lowprec.matmul (one model).
-    monkeypatch.setitem(sys.modules, "lowprec.arith", types.ModuleType("lowprec.arith"))
+    import lowprec
+
+    fake_arith = types.ModuleType("lowprec.arith")
+    monkeypatch.setitem(sys.modules, "lowprec.arith", fake_arith)
+    monkeypatch.setattr(lowprec, "arith", fake_arith, raising=False)
     fake_mm = types.ModuleType("lowprec.matmul")
     fake_mm.list_models = lambda: {"exact": "exact sum, rounded once", "broken": "raises"}
 
