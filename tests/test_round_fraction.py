@@ -214,3 +214,44 @@ def test_every_mode_against_exact_reference_large(name: str, mode: str) -> None:
         x = x[~np.isnan(x)]
     for saturate, subnormals in ((False, True), (True, True), (False, False)):
         _check(x, fmt, mode, saturate, subnormals)
+
+
+@pytest.mark.parametrize("name", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz",
+                                  "fp6_e3m2", "fp4_e2m1", "e8m0"])
+def test_round_pack_wide_significands_and_sticky(name: str) -> None:
+    """The engine's entry point for arithmetic, ``round_pack``, takes exact
+    results wider than any float (up to 62 bits) plus a sticky bit meaning "a
+    little more than this". Checked against the Fraction reference, with the
+    sticky bit standing for 2**-64 of the last unit of ``sig`` (far below half
+    a quantum of the format: "a little more", as round_pack documents)."""
+    from fractions import Fraction
+
+    from lowprec import _engine
+    from lowprec.rounding import _MODE_INT
+
+    fmt = lp.get_format(name)
+    P = _engine.format_params(fmt)
+    rng = np.random.default_rng(sum(map(ord, name)))
+    e_lo = fmt.emin - fmt.mantissa_bits - 4
+    e_hi = fmt.emax + 2
+    for _ in range(300):
+        nbits = int(rng.integers(1, 63))
+        sig = int(rng.integers(1 << (nbits - 1), 1 << nbits, dtype=np.int64)) if nbits > 1 else 1
+        top = int(rng.integers(e_lo, e_hi + 1))  # exponent of the leading bit
+        lsb_exp = top - (nbits - 1)
+        sticky = bool(rng.integers(0, 2))
+        negative = bool(rng.integers(0, 2)) and fmt.signed
+        x = (Fraction(sig) + (Fraction(1, 2**64) if sticky else 0)) * Fraction(2) ** lsb_exp
+        x = -x if negative else x
+        for mode in DETERMINISTIC_MODES:
+            for saturate, ftz in ((False, False), (True, False), (False, True)):
+                code, _, status = _engine.round_pack(P, negative, np.int64(sig), lsb_exp, sticky,
+                                                     _MODE_INT[mode], saturate, ftz,
+                                                     np.uint64(0))
+                assert status == 0
+                got = float(lp.decode(int(code), fmt))
+                want = round_fraction(x, fmt, mode, saturate, not ftz)
+                assert (got == want and math.copysign(1, got) == math.copysign(1, want)) or (
+                    math.isnan(got) and math.isnan(want)), (
+                    f"{name} {mode} sat={saturate} ftz={ftz}: sig={sig:#x} lsb_exp={lsb_exp} "
+                    f"sticky={sticky} negative={negative}: got {got!r}, expected {want!r}")
