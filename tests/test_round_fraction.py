@@ -81,7 +81,7 @@ def _check(x: np.ndarray, fmt, mode: str, saturate: bool, subnormals: bool) -> N
     with np.errstate(invalid="ignore"):  # casting a signaling NaN float32 -> float64
         x64 = x.astype(np.float64)
     want, want_flags = round_reference(x64, fmt, mode, saturate, subnormals, _signaling(x))
-    kw = dict(saturate=saturate, subnormals=subnormals)
+    kw = {"saturate": saturate, "subnormals": subnormals}
     got = lp.round_to(x, fmt, mode, **kw)
     assert got.dtype == (np.float32 if x.dtype == np.float32 and fmt.fits_float32
                          else np.float64)
@@ -167,20 +167,21 @@ def test_documented_examples() -> None:
 
 
 CUSTOM = [
-    dict(exponent_bits=2, mantissa_bits=0, has_inf=False, nan="none"),  # {0, 1, 2, 4}
-    dict(exponent_bits=3, mantissa_bits=0, has_inf=False, nan="max"),
-    dict(exponent_bits=3, mantissa_bits=2),  # IEEE-style fp6
-    dict(exponent_bits=4, mantissa_bits=3, bias=20),  # tiny values only
-    dict(exponent_bits=5, mantissa_bits=1, bias=-3, has_inf=False, nan="none"),  # no small
-    dict(exponent_bits=6, mantissa_bits=1, has_inf=False, nan="negzero", bias=33),
-    dict(exponent_bits=5, mantissa_bits=0, signed=False, has_inf=False, nan="max",
-         has_subnormals=False),  # an e8m0-like unsigned scale format
-    dict(exponent_bits=11, mantissa_bits=4),  # float64's exponent range: no float32 path
-    dict(exponent_bits=10, mantissa_bits=9, bias=400),  # beyond float32 both ways
-    dict(exponent_bits=3, mantissa_bits=12),  # more precision than range
-    dict(exponent_bits=8, mantissa_bits=16),  # 25 bits, float32 range
-    dict(exponent_bits=5, mantissa_bits=26),  # 32 bits, more precision than float32
-    dict(exponent_bits=10, mantissa_bits=21, has_inf=False, nan="max"),  # 32 bits, wide
+    {"exponent_bits": 2, "mantissa_bits": 0, "has_inf": False, "nan": "none"},  # {0, 1, 2, 4}
+    {"exponent_bits": 3, "mantissa_bits": 0, "has_inf": False, "nan": "max"},
+    {"exponent_bits": 3, "mantissa_bits": 2},  # IEEE-style fp6
+    {"exponent_bits": 4, "mantissa_bits": 3, "bias": 20},  # tiny values only
+    # nothing small: the smallest value is 8
+    {"exponent_bits": 5, "mantissa_bits": 1, "bias": -3, "has_inf": False, "nan": "none"},
+    {"exponent_bits": 6, "mantissa_bits": 1, "has_inf": False, "nan": "negzero", "bias": 33},
+    {"exponent_bits": 5, "mantissa_bits": 0, "signed": False, "has_inf": False, "nan": "max",
+         "has_subnormals": False},  # an e8m0-like unsigned scale format
+    {"exponent_bits": 11, "mantissa_bits": 4},  # float64's exponent range: no float32 path
+    {"exponent_bits": 10, "mantissa_bits": 9, "bias": 400},  # beyond float32 both ways
+    {"exponent_bits": 3, "mantissa_bits": 12},  # more precision than range
+    {"exponent_bits": 8, "mantissa_bits": 16},  # 25 bits, float32 range
+    {"exponent_bits": 5, "mantissa_bits": 26},  # 32 bits, more precision than float32
+    {"exponent_bits": 10, "mantissa_bits": 21, "has_inf": False, "nan": "max"},  # 32 bits, wide
 ]
 
 
