@@ -1,0 +1,67 @@
+"""Speed of the trainer: one fp16-amp step against one fp32 step of the same model, and
+the whole ``lowprec demo``.
+
+Targets (issue #5): fp16-amp step <= 3x the fp32 step; ``lowprec demo`` < 2 minutes on
+2 cores (including numba compilation on a first run: run this in a fresh process after
+clearing lowprec's numba cache to include it).
+
+    python benchmarks/bench_train.py            # step ratios
+    python benchmarks/bench_train.py --demo     # also time the full demo in a subprocess
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import subprocess
+import sys
+import tempfile
+import time
+
+from lowprec.train import get_task, train
+
+
+def step_time(policy: str, task, steps: int, record: bool, repeats: int = 3) -> float:
+    """Best-of-``repeats`` seconds per training step (evaluation excluded)."""
+    train(policy, task, steps=5, eval_every=10**9, record=record)  # warm up (compile, caches)
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        train(policy, task, steps=steps, eval_every=10**9, record=record, sample_steps=())
+        best = min(best, (time.perf_counter() - t) / steps)
+    return best
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--demo", action="store_true", help="also time `lowprec demo` end to end")
+    args = ap.parse_args()
+    base = get_task("underflow")
+    models = {
+        "demo model 32-64-64-10, batch 64": base,
+        "wider 32-256-256-10, batch 256": dataclasses.replace(base, hidden=(256, 256),
+                                                               batch_size=256),
+    }
+    worst = 0.0
+    for label, task in models.items():
+        for record in (True, False):
+            t32 = step_time("fp32", task, args.steps, record)
+            t16 = step_time("fp16-amp", task, args.steps, record)
+            ratio = t16 / t32
+            if record:
+                worst = max(worst, ratio)
+            print(f"{label:36s} instrumented={record!s:5s}  fp32 {t32 * 1e3:7.3f} ms/step  "
+                  f"fp16-amp {t16 * 1e3:7.3f} ms/step  ratio {ratio:4.2f}x (target <= 3x)")
+    if args.demo:
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "lowprec", "demo", "--out", f"{tmp}/demo"],
+                           check=True, stdout=subprocess.DEVNULL)
+            wall = time.perf_counter() - t
+        print(f"lowprec demo: {wall:.1f} s wall (target < 120 s on 2 cores)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
