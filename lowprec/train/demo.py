@@ -34,9 +34,9 @@ DEFAULT_OUT = "lowprec-demo"
 class ProgressBar:
     """A one-line text progress bar (``\\r``-redrawn on a terminal, a line per run otherwise)."""
 
-    def __init__(self, stream: TextIO = sys.stderr, width: int = 30) -> None:
-        self.stream, self.width = stream, width
-        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+        self.stream, self.width = stream or sys.stderr, width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.label = ""
         self.t0 = time.perf_counter()
 
@@ -113,8 +113,10 @@ def _available(policy: str) -> str | None:
 
 def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIES,
              task: str = "underflow", steps: int = 600, seed: int = 0, figures: bool = True,
-             stream: TextIO = sys.stdout, progress: TextIO = sys.stderr) -> dict[str, RunResult]:
+             stream: TextIO | None = None, progress: TextIO | None = None
+             ) -> dict[str, RunResult]:
     """Train ``policies`` side by side, save each run, print the table; returns the runs."""
+    stream = stream or sys.stdout
     for name in policies:
         get_policy(name)  # unknown names fail before anything is written
     folder = choose_out_dir(out)

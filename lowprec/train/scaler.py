@@ -125,7 +125,8 @@ class GradScaler:
         else:
             successful = self._growth_tracker + 1
             if successful == self._growth_interval:
-                grown = np.float32(np.float64(self._scale) * self._growth_factor)
+                with np.errstate(over="ignore"):  # a scale past float32's range stays put
+                    grown = np.float32(np.float64(self._scale) * self._growth_factor)
                 if np.isfinite(grown):
                     self._scale = grown
                 self._growth_tracker = 0
