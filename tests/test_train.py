@@ -7,6 +7,7 @@ margins: measured gaps are 5-20x the tolerances used here, and the same holds fo
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -96,7 +97,7 @@ def test_dynamic_scaler_trace_in_a_real_run():
             else:
                 assert scale[t + 1] == scale[t], f"step {t}"
     n_skipped = sum(skipped)
-    growths = sum(b == 2 * a for a, b in zip(scale, scale[1:]))
+    growths = sum(b == 2 * a for a, b in itertools.pairwise(scale))
     assert n_skipped >= 10 and growths >= 3
     assert r.summary["skipped_steps"] == n_skipped
     assert all(h["lost_updates"][layer][t] == 0 for layer in r.layers

@@ -7,7 +7,7 @@ have the dtype of the data (float32 in training, float64 in gradient checks).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -14,7 +14,20 @@ from .runner import train
 from .scaler import GradScaler, StaticScaler
 
 __all__ = [
-    "POLICIES", "TASKS", "Adam", "GradScaler", "Policy", "Quant", "RunResult", "SGD",
-    "StaticScaler", "Task", "get_policy", "get_task", "list_policies", "load_run", "save_run",
+    "POLICIES",
+    "SGD",
+    "TASKS",
+    "Adam",
+    "GradScaler",
+    "Policy",
+    "Quant",
+    "RunResult",
+    "StaticScaler",
+    "Task",
+    "get_policy",
+    "get_task",
+    "list_policies",
+    "load_run",
+    "save_run",
     "train",
 ]

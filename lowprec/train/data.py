@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Task", "get_task", "TASKS"]
+__all__ = ["TASKS", "Task", "get_task"]
 
 TASKS = {
     "underflow": "synthetic classification whose gradients are 2^-k times smaller (default)",

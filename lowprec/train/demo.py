@@ -23,7 +23,7 @@ from .policy import POLICIES, get_policy
 from .results import RunResult, save_run
 from .runner import train
 
-__all__ = ["DEMO_POLICIES", "run_demo", "format_table", "choose_out_dir", "ProgressBar"]
+__all__ = ["DEMO_POLICIES", "ProgressBar", "choose_out_dir", "format_table", "run_demo"]
 
 #: The presets the demo trains, in table order.
 DEMO_POLICIES = tuple(POLICIES)

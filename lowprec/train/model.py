@@ -15,7 +15,8 @@ per layer the network counts what they did (:class:`~lowprec.train.quant.SiteSta
 
 from __future__ import annotations
 
-from typing import Callable
+import itertools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -91,7 +92,7 @@ class Network:
         self.policy = policy
         self.layers = [f"fc{i + 1}" for i in range(len(sizes) - 1)]
         self.params: list[Tensor] = []
-        for n_in, n_out in zip(sizes[:-1], sizes[1:]):
+        for n_in, n_out in itertools.pairwise(sizes):
             w = (rng.standard_normal((n_in, n_out)) * np.sqrt(2.0 / n_in)).astype(np.float32)
             self.params += [Tensor(w, requires_grad=True),
                             Tensor(np.zeros(n_out, np.float32), requires_grad=True)]

@@ -12,7 +12,7 @@ of non-zero updates.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

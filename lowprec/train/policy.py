@@ -32,7 +32,7 @@ from typing import Any
 from ..formats import get_format
 from ..rounding import check_mode
 
-__all__ = ["Quant", "Policy", "POLICIES", "get_policy", "list_policies"]
+__all__ = ["POLICIES", "Policy", "Quant", "get_policy", "list_policies"]
 
 SCALINGS = ("none", "delayed", "mx")
 LOSS_SCALINGS = ("none", "static", "dynamic")
@@ -136,7 +136,8 @@ class Policy:
 
 
 def _everything(q: Quant) -> dict[str, Quant]:
-    return dict(weights=q, activations=q, act_grads=q, weight_grads=q, optimizer_state=q)
+    return {"weights": q, "activations": q, "act_grads": q, "weight_grads": q,
+            "optimizer_state": q}
 
 
 FP32 = Quant("fp32")

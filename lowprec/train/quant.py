@@ -14,8 +14,8 @@ overflowed to inf/NaN.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from ..formats import get_format
 from ..rounding import round_to
 from .policy import Quant
 
-__all__ = ["make_rounder", "SiteStats", "Rounder"]
+__all__ = ["Rounder", "SiteStats", "make_rounder"]
 
 Rounder = Callable[[np.ndarray], np.ndarray]
 

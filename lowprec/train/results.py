@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RunResult", "save_run", "load_run", "FORMAT_VERSION"]
+__all__ = ["FORMAT_VERSION", "RunResult", "load_run", "save_run"]
 
 FORMAT_VERSION = 1
 MAX_SAMPLES = 100_000

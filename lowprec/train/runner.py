@@ -13,7 +13,7 @@ generators spawned from ``seed``, so the same seed gives the same run bit for bi
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from .policy import Policy, get_policy
 from .results import MAX_SAMPLES, RunResult
 from .scaler import GradScaler, StaticScaler
 
-__all__ = ["train", "OPTIMIZERS"]
+__all__ = ["OPTIMIZERS", "train"]
 
 OPTIMIZERS = ("sgd", "adam")
 Progress = Callable[[int, int], None]
@@ -127,7 +127,6 @@ def train(
     scaler = _make_scaler(policy)
     if sample_steps is None:
         sample_steps = (0, steps // 2, steps - 1)
-    n_layers = len(net.layers)
 
     h: dict = {"step": [], "loss": [], "train_acc": [], "loss_scale": [], "skipped": [],
                "eval_step": [], "eval_loss": [], "eval_acc": []}
