@@ -91,15 +91,18 @@ class SiteStats:
     has_subnormal: bool = True
 
     def record(self, before: np.ndarray, after: np.ndarray, tiny: float | None) -> None:
-        nz = before != 0
-        self.nonzero += int(np.count_nonzero(nz))
-        self.underflow += int(np.count_nonzero(nz & (after == 0)))
-        self.overflow += int(np.count_nonzero(np.isfinite(before) & ~np.isfinite(after)))
+        # Rounding maps 0 to 0, so the values that underflowed are the zeros after
+        # rounding minus the zeros before.
+        zeros_before = before.size - int(np.count_nonzero(before))
+        zeros_after = after.size - int(np.count_nonzero(after))
+        self.nonzero += before.size - zeros_before
+        self.underflow += zeros_after - zeros_before
+        if not np.isfinite(after).all():
+            self.overflow += int(np.count_nonzero(np.isfinite(before) & ~np.isfinite(after)))
         if tiny is None:
             self.has_subnormal = False
-        else:
-            a = np.abs(after)
-            self.subnormal += int(np.count_nonzero((a < tiny) & (a > 0)))
+        else:  # |after| < tiny counts the zeros too
+            self.subnormal += int(np.count_nonzero(np.abs(after) < tiny)) - zeros_after
 
     def fractions(self) -> tuple[float, float | None]:
         """(underflow fraction, subnormal fraction) of the non-zero values."""
