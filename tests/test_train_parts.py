@@ -87,3 +87,16 @@ def test_policy_validation_and_round_trip():
     for name in ("fp16-amp", "bf16-pure-sr", "mxfp4"):
         p = get_policy(name)
         assert Policy.from_dict(p.to_dict()) == p
+
+
+def test_accumulation_model_from_lowprec_matmul():
+    mm = pytest.importorskip("lowprec.matmul")
+    if not hasattr(mm, "matmul"):
+        pytest.skip("lowprec.matmul has no matmul function")
+    from lowprec.train import train
+
+    fp32 = train("fp16-amp", steps=3, eval_every=3)
+    fp16 = train(get_policy("fp16-amp").replace(accumulate="fp16:sequential"), steps=3,
+                 eval_every=3)
+    assert fp16.policy_config["accumulate"] == "fp16:sequential"
+    assert fp16.history["loss"] != fp32.history["loss"]  # FP16 sums round differently

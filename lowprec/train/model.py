@@ -15,6 +15,7 @@ per layer the network counts what they did (:class:`~lowprec.train.quant.SiteSta
 
 from __future__ import annotations
 
+import importlib
 import itertools
 from collections.abc import Callable
 
@@ -38,18 +39,19 @@ def product_for(policy: Policy) -> Product:
         return np.matmul
     if acc == "fp64":
         return lambda a, b: (a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)
-    try:
-        from .. import matmul as lp_matmul  # the arithmetic module's accumulation models
-    except ImportError:
+    try:  # the arithmetic module's accumulation models
+        lp_matmul = importlib.import_module("lowprec.matmul").matmul
+    except (ImportError, AttributeError):
         raise ValueError(
             f"accumulate={acc!r} needs lowprec.matmul (the arithmetic module), which this "
             "installation does not have; use 'fp32' or 'fp64'"
         ) from None
+    acc_fmt, _, model = acc.rpartition(":")
     q = policy.activations
     inputs = q.format if q is not None and q.scaling == "none" else "fp32"
 
     def product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        out = lp_matmul(a, b, inputs=inputs, accumulate="fp32", model=acc)
+        out = lp_matmul(a, b, inputs=inputs, accumulate=acc_fmt or "fp32", model=model)
         return np.asarray(out, dtype=a.dtype)
 
     return product

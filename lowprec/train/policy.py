@@ -93,7 +93,9 @@ class Policy:
     optimizer_state: Quant | None = None
     #: ``"fp32"``: float32 products and sums over the exactly rounded inputs (fast, like
     #: tensor cores with an FP32 accumulator); ``"fp64"``: float64 accumulation, result
-    #: rounded to float32; any other name is a :func:`lowprec.matmul` accumulation model.
+    #: rounded to float32; any other value is a :func:`lowprec.matmul` accumulation model,
+    #: ``"MODEL"`` (accumulating in FP32) or ``"FORMAT:MODEL"`` (e.g. ``"fp16:sequential"``),
+    #: with the activations' format as the inputs' format.
     accumulate: str = "fp32"
     loss_scaling: str = "none"
     #: The constant scale of ``loss_scaling="static"``.
