@@ -137,6 +137,10 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
     print(f"\nlowprec demo: task {task!r}, {steps} steps, seed {seed}, "
           f"{time.perf_counter() - t0:.1f} s\n", file=stream)
     print(format_table(runs), file=stream)
+    print("\nfinal loss, acc: held-out set after the last step.  grads underflowed: gradient "
+          "values non-zero\nbefore rounding and zero after.  updates lost: non-zero weight "
+          "updates that left the\nstored weight unchanged.  skipped: steps skipped for inf/NaN "
+          "gradients.", file=stream)
     if skipped:
         print("\nnot run: " + "; ".join(skipped), file=stream)
     print(f"\nresults: {folder}/<policy>/run.json (+ grads.npz)", file=stream)
