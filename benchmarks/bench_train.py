@@ -22,7 +22,7 @@ from lowprec.train import get_task, train
 
 
 def step_times(policies: tuple[str, ...], task, steps: int, record: bool,
-               repeats: int = 5) -> list[float]:
+               repeats: int = 10) -> list[float]:
     """Best-of-``repeats`` seconds per training step for each policy (evaluation excluded).
 
     The policies are timed in alternation, so a burst of load from other processes
@@ -40,7 +40,7 @@ def step_times(policies: tuple[str, ...], task, steps: int, record: bool,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--demo", action="store_true", help="also time `lowprec demo` end to end")
     args = ap.parse_args()
     base = get_task("underflow")

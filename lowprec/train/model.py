@@ -25,7 +25,7 @@ from ..autograd import Tensor, round_grad, round_value
 from ..autograd.tensor import matmul
 from ..rounding import round_to
 from .policy import Policy, Quant
-from .quant import Rounder, SiteStats, make_rounder, watched
+from .quant import Rounder, SiteStats, make_rounder, smallest_normal, watched
 
 __all__ = ["Network", "product_for"]
 
@@ -147,10 +147,56 @@ class Network:
         # gradient roundings, watched
         self.ag_round = [self._grad_site(p.act_grads, rng, -1, "act_grad", i, self.act_stats)
                          for i in range(n)]
-        self.wg_round = [self._grad_site(p.weight_grads, rng, 0, "weight_grad", i,
-                                         self.weight_stats) for i in range(n)]
-        self.bg_round = [self._grad_site(p.weight_grads, rng, -1, "bias_grad", i,
-                                         self.weight_stats) for i in range(n)]
+        # Weight and bias gradients are leaves: nothing reads them between their rounding
+        # and the optimizer. When that rounding keeps no state (no scaling), the op in the
+        # graph only marks the spot, and finish_backward() rounds (and watches) all of them
+        # in one call -- the same values, one call instead of 2n.
+        wq = p.weight_grads
+        self._deferred: Rounder | None = None
+        if wq is None or wq.scaling == "none":
+            if wq is not None or self.record:
+                self._deferred = make_rounder(wq, rng) if wq is not None else (lambda x: x)
+            self._deferred_q = wq or Quant("fp32")
+            marker = (lambda x: x) if wq is not None else None
+            self.wg_round = [marker] * n
+            self.bg_round = [marker] * n
+        else:
+            self.wg_round = [self._grad_site(wq, rng, 0, "weight_grad", i, self.weight_stats)
+                             for i in range(n)]
+            self.bg_round = [self._grad_site(wq, rng, -1, "bias_grad", i, self.weight_stats)
+                             for i in range(n)]
+        # the network's input: pre-rounded once (see round_inputs) when that is stateless
+        self._inputs_rounded = False
+
+    def round_inputs(self, x: np.ndarray) -> np.ndarray:
+        """The dataset ``x`` stored in the activation format, rounded once for the whole
+        run when the rounding keeps no state (plain format, deterministic mode); forward()
+        then takes it as it is. Otherwise ``x`` unchanged (forward rounds each batch)."""
+        q = self.policy.activations
+        if q is None or q.scaling != "none" or q.mode == "stochastic":
+            return x
+        self._inputs_rounded = True
+        return round_to(x, q.format, q.mode)
+
+    def finish_backward(self) -> None:
+        """Round the weight and bias gradients (if deferred, see _build) and record them."""
+        if self._deferred is None:
+            return
+        grads = [t.grad for t in self.params]
+        if any(g is None for g in grads):
+            raise ValueError("finish_backward() needs every parameter's gradient")
+        before = np.concatenate([g.ravel() for g in grads])
+        after = self._deferred(before)
+        cuts = np.cumsum([g.size for g in grads])[:-1]
+        tiny = smallest_normal(self._deferred_q)
+        for k, (b, a, t) in enumerate(zip(np.split(before, cuts), np.split(after, cuts),
+                                          self.params)):
+            t.grad = a.reshape(t.data.shape)
+            if self.record:
+                layer = k // 2
+                self.weight_stats[layer].record(b, a, tiny)
+                if self.samples is not None and k % 2 == 0:
+                    self.samples.setdefault(f"weight_grad/{self.layers[layer]}", []).append(b)
 
     def _grad_site(self, q: Quant | None, rng: np.random.Generator, axis: int, kind: str,
                    layer: int, stats: list[SiteStats]) -> Rounder | None:
@@ -178,7 +224,7 @@ class Network:
         if train and self._cast_all is not None:
             w_round, b_round = self._cast_all()
         h = Tensor(x)
-        if a_round[0] is not None:
+        if a_round[0] is not None and not self._inputs_rounded:
             h = round_value(h, a_round[0], "round_input")
         last = len(self.layers) - 1
         for i in range(len(self.layers)):

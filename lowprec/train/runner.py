@@ -110,6 +110,7 @@ def train(
     init_rng, batch_rng, round_rng = (np.random.default_rng(s)
                                       for s in np.random.SeedSequence(seed).spawn(3))
     net = Network(task.sizes, policy, init_rng, round_rng, record=record)
+    x_train, x_test = net.round_inputs(task.x_train), net.round_inputs(task.x_test)
     weight = np.float32(2.0**-task.grad_exp)
     bs = batch_size or task.batch_size
     store = _store_rounder(policy, round_rng)
@@ -139,7 +140,7 @@ def train(
 
     def evaluate(step: int) -> None:
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            out = net.forward(task.x_test, train=False)
+            out = net.forward(x_test, train=False)
             eval_loss = float(_loss(task, out, task.y_test).data)
         h["eval_step"].append(step)
         h["eval_loss"].append(eval_loss)
@@ -147,7 +148,7 @@ def train(
 
     for step in range(steps):
         idx = batch_rng.integers(0, task.x_train.shape[0], bs)
-        x, y = task.x_train[idx], task.y_train[idx]
+        x, y = x_train[idx], task.y_train[idx]
         net.reset_stats()
         net.samples = {} if (record and step in sample_steps) else None
         opt.zero_grad()
@@ -158,6 +159,7 @@ def train(
             loss = _loss(task, out, y)
             scale_used = scaler.get_scale()
             scaler.scale(loss * Tensor(weight)).backward()
+            net.finish_backward()
             lost = scaler.step(opt)
         skipped = scaler.is_enabled() and scaler.found_inf()
         scaler.update()
