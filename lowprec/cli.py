@@ -94,6 +94,24 @@ def _add_train_parsers(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_train)
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Hardware against emulator, bit for bit (emulator-side checks only without --gpu)."""
+    from . import validate
+    from .gpu import _runtime
+
+    if args.gpu:
+        reason = _runtime.unavailable_reason()
+        if reason is not None:
+            print(f"lowprec validate: --gpu needs CuPy and an NVIDIA GPU (sm_89+): {reason}",
+                  file=sys.stderr)
+            return 3
+    report = validate.run(gpu=args.gpu, quick=args.quick,
+                          log=lambda s: print(s, flush=True))
+    json_path, md_path = validate.write_report(report, args.out)
+    print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lowprec",
@@ -104,6 +122,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("formats", nargs="*", metavar="FORMAT", help="formats to show (default: all)")
     p.set_defaults(func=cmd_info)
     _add_train_parsers(sub)
+    p = sub.add_parser("validate", help="check GPU kernels bit for bit against the emulator")
+    p.add_argument("--gpu", action="store_true",
+                   help="run the GPU kernels (needs CuPy and an NVIDIA GPU, sm_89+)")
+    p.add_argument("--quick", action="store_true", help="smaller samples (a minute or less)")
+    p.add_argument("--out", default="validation-report", metavar="DIR",
+                   help="directory for validation.json and validation.md")
+    p.set_defaults(func=cmd_validate)
     return parser
 
 

@@ -91,7 +91,8 @@ def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
     if kind == "c":
         raise TypeError(f"{what} is complex ({arr.dtype}); round the real and imaginary parts")
     if kind == "V" and _is_ml_dtypes_float(arr.dtype):
-        return arr.astype(np.float64), scalar  # bfloat16, float8_*, ...: exact in float64
+        with np.errstate(invalid="ignore"):  # ml_dtypes warns on casting its NaNs
+            return arr.astype(np.float64), scalar  # bfloat16, float8_*, ...: exact in float64
     if kind in "OSUVMm":
         raise TypeError(
             f"{what} has dtype {arr.dtype}; lowprec accepts real numbers "

@@ -159,7 +159,8 @@ def test_ml_dtypes_arrays_are_accepted_exactly(name):
     if name == "float4_e2m1fn":
         codes = codes[:16]
     values = codes.view(dt) if name != "float4_e2m1fn" else codes.astype(np.uint8).view(dt)
-    expected = values.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        expected = values.astype(np.float64)
     got = lp.round_to(values, "fp32")
     assert got.dtype == np.float64
-    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, expected)  # NaNs compare equal here
