@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("lowprec.scaling")
 pytest.importorskip("lowprec.mx")
 
-from lowprec.train import train  # noqa: E402
+from lowprec.train import train
 
 STEPS = 300
 
