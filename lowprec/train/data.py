@@ -4,8 +4,11 @@ Every task is built from a seed, needs no download, and carries the model
 shape and the optimizer settings it trains well with.
 
 ``underflow`` (the demo's default)
-    A teacher-student classification: inputs ``x ~ N(0, I)`` in 32 dimensions,
-    labels the argmax of a fixed random two-layer tanh network (10 classes).
+    A 10-class Gaussian mixture in 32 dimensions: class means drawn from
+    ``N(0, I)``, each example its class mean plus ``noise * N(0, I)`` (noise 2:
+    the classes overlap; fp32 reaches about 80% held-out accuracy in 600 steps),
+    learned by a
+    32-64-64-10 ReLU MLP with SGD (momentum 0.9, learning rate 0.001, batch 64).
     Its knob is ``grad_exp = k``: the loss is multiplied by ``2**-k`` and the
     learning rate by ``2**k``. In float32 this changes nothing at all --
     multiplying by a power of two is exact, so the fp32 run is the same bit for
@@ -15,7 +18,8 @@ shape and the optimizer settings it trains well with.
     losses normalised by large token counts and deep networks do the same in
     practice. See docs/readme/trainer.md for how ``k`` was chosen.
 ``regression``
-    The same inputs, targets the teacher's (tanh) outputs, mean squared error.
+    Inputs ``x ~ N(0, I)`` in 32 dimensions, targets the 10 outputs of a fixed
+    random two-layer tanh network (the teacher), mean squared error.
 ``digits``
     scikit-learn's 8x8 handwritten digits (1797 images shipped inside
     scikit-learn), standardised, 80/20 split. Needs the ``data`` extra.
