@@ -11,6 +11,10 @@ rounds the gradient flowing back through that point)::
 The gradient rounding ``g_actgrad`` is where activation gradients underflow in
 FP16; ``g_wgrad`` is where weight gradients do. Both are watched: per step and
 per layer the network counts what they did (:class:`~lowprec.train.quant.SiteStats`).
+Weight and bias gradients are leaves of the graph, so when their rounding keeps no
+state the ``g_wgrad`` node only marks the place and :meth:`Network.finish_backward`
+rounds all of them in one call after ``backward()`` (the same values, fewer calls);
+likewise the master-to-compute cast of all parameters is one call per step.
 """
 
 from __future__ import annotations
