@@ -7,6 +7,7 @@
 
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
 from .rounding import MODES, decode, encode, round_to
+from .arith import add, div, fma, mul, sqrt, sub
 
 __version__ = "0.1.0"
 
@@ -14,10 +15,16 @@ __all__ = [
     "FORMATS",
     "MODES",
     "FloatFormat",
+    "add",
     "custom_format",
     "decode",
+    "div",
     "encode",
+    "fma",
     "get_format",
     "list_formats",
+    "mul",
     "round_to",
+    "sqrt",
+    "sub",
 ]
