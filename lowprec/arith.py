@@ -102,7 +102,7 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
     bad = _arith.to_code_kernel(_engine.format_params(fmt), flat.view(np.int64), out)
     if bad >= 0:
         raise ValueError(
-            f"operand {name}: element {bad} ({flat[bad]!r}) is not a value of {fmt.name}; "
+            f"operand {name}: element {bad} ({float(flat[bad])!r}) is not a value of {fmt.name}; "
             f"round it first, e.g. lowprec.round_to(x, {fmt.name!r})"
         )
     return out.reshape(values.shape), kind
