@@ -8,6 +8,7 @@
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
 from .rounding import MODES, decode, encode, round_to
 from .arith import add, div, fma, mul, sqrt, sub
+from .matmul import dot, list_models, matmul
 
 __version__ = "0.1.0"
 
@@ -19,10 +20,13 @@ __all__ = [
     "custom_format",
     "decode",
     "div",
+    "dot",
     "encode",
     "fma",
     "get_format",
     "list_formats",
+    "list_models",
+    "matmul",
     "mul",
     "round_to",
     "sqrt",

@@ -1,0 +1,310 @@
+"""Compiled dot-product kernels of ``lowprec.matmul`` (one per accumulation model).
+
+Every kernel takes the codes of A (M x K, input format ``Pi``) and of B
+transposed (N x K), computes rows ``i0 .. i1`` of the output, and ends each
+element by converting its accumulator into the output format ``Po`` with
+``round_pack``. All arithmetic is exact integer arithmetic plus the one
+rounding engine, like ``lowprec._arith``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ._arith import (
+    FINITE,
+    INF,
+    QNAN,
+    ZERO,
+    bitlen,
+    fma_parts,
+    inf_result,
+    nan_result,
+    op_add,
+    unpack,
+    zero_result,
+)
+from ._engine import P_M, RDOWN, round_pack
+
+_jit = njit(cache=True, nogil=True)
+_U0 = np.uint64(0)
+
+
+@_jit
+def convert(Pf, Pt, code, mode):
+    """A code of format Pf rounded into format Pt (values, specials and all)."""
+    k, neg, sig, exp = unpack(Pf, code)
+    if k >= QNAN:
+        return nan_result(Pt, 0)
+    if k == INF:
+        return inf_result(Pt, neg, mode, False, False, 0)
+    if k == ZERO:
+        return zero_result(Pt, neg, mode, False, False)
+    return round_pack(Pt, neg, sig, exp, False, mode, False, False, _U0)
+
+
+@_jit
+def product_specials(Pi, a, b, k0, k1, i, j):
+    """Scan products k0..k1 of row i, column j for NaN/inf.
+
+    Returns 0 (all finite), 1 (+inf), 2 (-inf) or 3 (NaN: a NaN operand,
+    inf * 0, or infinities of both signs)."""
+    state = 0
+    for k in range(k0, k1):
+        ka, na, _, _ = unpack(Pi, np.int64(a[i, k]))
+        kb, nb, _, _ = unpack(Pi, np.int64(b[j, k]))
+        if ka >= QNAN or kb >= QNAN:
+            return 3
+        if ka == INF or kb == INF:
+            if ka == ZERO or kb == ZERO:
+                return 3
+            s = 2 if na != nb else 1
+            if state != 0 and state != s:
+                return 3
+            state = s
+    return state
+
+
+# ------------------------------------------------------------------ sequential
+@_jit
+def sequential_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
+    """acc = fma(a[i,k], b[k,j], acc) for k in order, rounded to Pa each step."""
+    pin = Pi[P_M] + 1
+    K = a.shape[1]
+    for i in range(i0, i1):
+        for j in range(b.shape[0]):
+            acc = zero_code
+            for k in range(K):
+                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+                kc, nc, sc, ec = unpack(Pa, acc)
+                acc, _, _ = fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, pin,
+                                      mode, False, False, _U0)
+            out[i, j] = convert(Pa, Po, acc, mode)[0]
+
+
+@_jit
+def _sequential_range(Pi, Pa, a, b, i, j, k0, k1, acc, mode):
+    pin = Pi[P_M] + 1
+    for k in range(k0, k1):
+        ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+        kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+        kc, nc, sc, ec = unpack(Pa, acc)
+        acc, _, _ = fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, pin, mode,
+                              False, False, _U0)
+    return acc
+
+
+@_jit
+def blocked_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code, k_block):
+    """Sequential fma inside each block of k_block; block sums added in order."""
+    K = a.shape[1]
+    for i in range(i0, i1):
+        for j in range(b.shape[0]):
+            total = zero_code
+            for k0 in range(0, K, k_block):
+                part = _sequential_range(Pi, Pa, a, b, i, j, k0, min(k0 + k_block, K),
+                                         zero_code, mode)
+                total = op_add(Pa, total, part, False, mode, False, False, _U0)[0]
+            out[i, j] = convert(Pa, Po, total, mode)[0]
+
+
+@_jit
+def pairwise_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
+    """Products rounded to Pa, then summed as a balanced binary tree: level by
+    level, neighbours (0,1), (2,3), ... are added and rounded; an odd last
+    element moves up unchanged."""
+    K = a.shape[1]
+    buf = np.empty(max(K, 1), dtype=np.int64)
+    for i in range(i0, i1):
+        for j in range(b.shape[0]):
+            for k in range(K):
+                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+                # a*b + (+0): the product rounded once to Pa.
+                buf[k] = fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
+                                   np.int64(0), 0, Pi[P_M] + 1, mode, False, False, _U0)[0]
+            n = K
+            if n == 0:
+                buf[0] = zero_code
+                n = 1
+            while n > 1:
+                half = n // 2
+                for t in range(half):
+                    buf[t] = op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False, False,
+                                    _U0)[0]
+                if n % 2:
+                    buf[half] = buf[n - 1]
+                n = half + n % 2
+            out[i, j] = convert(Pa, Po, buf[0], mode)[0]
+
+
+# ----------------------------------------------------------------------- exact
+@_jit
+def exact_kernel(Pi, Po, a, b, mode, i0, i1, out, base, nlimbs):
+    """Exact sum of exact products in 32-bit limbs of a fixed-point integer whose
+    unit is 2**base (the smallest product lsb), rounded once into Po."""
+    K = a.shape[1]
+    limbs = np.zeros(nlimbs, dtype=np.int64)
+    M32 = np.int64(0xFFFFFFFF)
+    for i in range(i0, i1):
+        for j in range(b.shape[0]):
+            st = product_specials(Pi, a, b, 0, K, i, j)
+            if st == 3:
+                out[i, j] = nan_result(Po, 0)[0]
+                continue
+            if st != 0:
+                out[i, j] = inf_result(Po, st == 2, mode, False, False, 0)[0]
+                continue
+            limbs[:] = 0
+            for k in range(K):
+                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+                if ka != FINITE or kb != FINITE:
+                    continue
+                sp = sa * sb
+                pos = ea + eb - base
+                li = pos >> 5
+                off = pos & 31
+                lo = (sp & ((np.int64(1) << (32 - off)) - 1)) << off
+                rest = sp >> (32 - off)
+                if na != nb:
+                    limbs[li] -= lo
+                    limbs[li + 1] -= rest & M32
+                    limbs[li + 2] -= rest >> 32
+                else:
+                    limbs[li] += lo
+                    limbs[li + 1] += rest & M32
+                    limbs[li + 2] += rest >> 32
+            # Carries: limbs 0..L-2 into [0, 2**32), the top limb keeps the sign.
+            for t in range(nlimbs - 1):
+                c = limbs[t] >> 32
+                limbs[t] -= c << 32
+                limbs[t + 1] += c
+            neg = limbs[nlimbs - 1] < 0
+            if neg:
+                for t in range(nlimbs):
+                    limbs[t] = -limbs[t]
+                for t in range(nlimbs - 1):
+                    c = limbs[t] >> 32
+                    limbs[t] -= c << 32
+                    limbs[t + 1] += c
+            top = -1
+            for t in range(nlimbs - 1, -1, -1):
+                if limbs[t] != 0:
+                    top = t
+                    break
+            if top < 0:
+                out[i, j] = zero_result(Po, mode == RDOWN, mode, False, False)[0]
+                continue
+            # The 61 leading bits and a sticky bit for everything below them.
+            T = 32 * top + bitlen(limbs[top]) - 1  # position of the leading bit
+            lo_pos = T - 60 if T > 60 else 0
+            sig = np.int64(0)
+            sticky = False
+            for t in range(top + 1):
+                p0 = 32 * t
+                if p0 >= lo_pos:
+                    sig += limbs[t] << (p0 - lo_pos)
+                elif p0 + 32 > lo_pos:
+                    sh = lo_pos - p0
+                    sig += limbs[t] >> sh
+                    if limbs[t] & ((np.int64(1) << sh) - 1):
+                        sticky = True
+                elif limbs[t] != 0:
+                    sticky = True
+            out[i, j] = round_pack(Po, neg, sig, base + lo_pos, sticky, mode, False, False,
+                                   _U0)[0]
+
+
+# ---------------------------------------------------------------- tensor cores
+@_jit
+def _tc_block(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits, hw_mode):
+    """One block-FMA: acc + sum of products k0..k1, the model of Fasi et al. 2021.
+
+    Products are exact. All terms (the accumulator and the products) are
+    aligned to the largest exponent among them and truncated (magnitudes,
+    toward zero) to ``p_acc + align_bits`` bits below it; the truncated terms
+    are summed exactly (carries are kept), and the sum is normalised and
+    rounded once into the accumulator format in the hardware's mode.
+    """
+    st = product_specials(Pi, a, b, k0, k1, i, j)
+    kc, nc, sc, ec = unpack(Pa, acc)
+    if st == 3 or kc >= QNAN:
+        return nan_result(Pa, 0)[0]
+    if st != 0 or kc == INF:
+        if st != 0 and kc == INF and (st == 2) != nc:
+            return nan_result(Pa, 0)[0]
+        return inf_result(Pa, (st == 2) if st != 0 else nc, hw_mode, False, False, 0)[0]
+    # Largest leading-bit exponent among the non-zero terms.
+    emax = -(1 << 30)
+    if kc == FINITE:
+        emax = ec + bitlen(sc) - 1
+    for k in range(k0, k1):
+        ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+        kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+        if ka == FINITE and kb == FINITE:
+            e = ea + eb + bitlen(sa * sb) - 1
+            if e > emax:
+                emax = e
+    if emax == -(1 << 30):
+        return zero_result(Pa, False, hw_mode, False, False)[0]
+    # Keep bits down to 2**lsb: p_acc bits of the largest term plus align_bits.
+    lsb = emax - Pa[P_M] - align_bits
+    S = np.int64(0)
+    if kc == FINITE:
+        t = _truncate(sc, ec, lsb)
+        S += -t if nc else t
+    for k in range(k0, k1):
+        ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+        kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+        if ka == FINITE and kb == FINITE:
+            t = _truncate(sa * sb, ea + eb, lsb)
+            S += -t if na != nb else t
+    if S == 0:
+        return zero_result(Pa, False, hw_mode, False, False)[0]
+    neg = S < 0
+    return round_pack(Pa, neg, -S if neg else S, lsb, False, hw_mode, False, False, _U0)[0]
+
+
+@_jit
+def _truncate(sig, exp, lsb):
+    """floor(sig * 2**exp / 2**lsb) for sig > 0: the bits below 2**lsb dropped."""
+    sh = lsb - exp
+    if sh <= 0:
+        return sig << (-sh)
+    if sh > 62:
+        return np.int64(0)
+    return sig >> sh
+
+
+@_jit
+def tensor_core_kernel(Pi, Pa, Pw, Po, a, b, mode, i0, i1, out, zero_code_acc, block,
+                       align_bits, hw_mode, every, zero_code_wide):
+    """Blocks of ``block`` products fused into the accumulator (format Pa, the
+    hardware's internal accumulator). With ``every > 0`` the accumulator is
+    restarted from zero every ``every`` products and its value added (rounded
+    in ``mode``) into a wide accumulator of format Pw -- DeepSeek-V3's
+    promotion of partial sums to FP32 CUDA-core registers."""
+    K = a.shape[1]
+    for i in range(i0, i1):
+        for j in range(b.shape[0]):
+            if every <= 0:
+                acc = zero_code_acc
+                for k0 in range(0, K, block):
+                    acc = _tc_block(Pi, Pa, a, b, i, j, k0, min(k0 + block, K), acc,
+                                    align_bits, hw_mode)
+                out[i, j] = convert(Pa, Po, acc, mode)[0]
+            else:
+                wide = zero_code_wide
+                for c0 in range(0, K, every):
+                    c1 = min(c0 + every, K)
+                    acc = zero_code_acc
+                    for k0 in range(c0, c1, block):
+                        acc = _tc_block(Pi, Pa, a, b, i, j, k0, min(k0 + block, c1), acc,
+                                        align_bits, hw_mode)
+                    part = convert(Pa, Pw, acc, mode)[0]  # exact when Pw is wider
+                    wide = op_add(Pw, wide, part, False, mode, False, False, _U0)[0]
+                out[i, j] = convert(Pw, Po, wide, mode)[0]
+
