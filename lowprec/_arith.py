@@ -293,15 +293,25 @@ def op_sqrt(P, ca, mode, saturate, ftz, rnd):
     r, rem = isqrt_rem(sa << k)
     lsb = (ea - k) >> 1
     if rem != 0 and mode == STOCHASTIC:
-        # Digit-by-digit: one more root bit per step, rem stays <= 2r < 2**61.
+        # More root bits (up to 2**59) so that the up-probability is exact to
+        # < 2**-(60-p). Invariant: rem = N' - r**2 with 0 < rem <= 2r. Appending t
+        # bits x: (r 2**t + x)**2 <= rem' ... the largest x with
+        # x (2 r 2**t + x) <= rem 4**t; rem 2**t / 2r over-estimates it by at most 1.
+        # t <= (60 - bitlen(r)) / 2 keeps every product below 2**63.
         while r < (np.int64(1) << 59):
-            rem = rem << 2
-            trial = (r << 2) + 1
-            r = r << 1
-            if rem >= trial:
-                rem -= trial
-                r += 1
-            lsb -= 1
+            t = (60 - bitlen(r)) >> 1
+            if t > 59 - bitlen(r):
+                t = 59 - bitlen(r)
+            if t < 1:
+                t = 1
+            R2 = r << (t + 1)
+            target = rem << (2 * t)
+            x = (rem << t) // (r << 1)
+            while x * (R2 + x) > target:
+                x -= 1
+            rem = target - x * (R2 + x)
+            r = (r << t) + x
+            lsb -= t
     return round_pack(P, False, r, lsb, rem != 0, mode, saturate, ftz, rnd)
 
 

@@ -25,7 +25,7 @@ from ._arith import (
     unpack,
     zero_result,
 )
-from ._engine import P_M, RDOWN, round_pack
+from ._engine import P_M, RDOWN, convert_one, decode_one, round_pack
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
@@ -308,3 +308,131 @@ def tensor_core_kernel(Pi, Pa, Pw, Po, a, b, mode, i0, i1, out, zero_code_acc, b
                     wide = op_add(Pw, wide, part, False, mode, False, False, _U0)[0]
                 out[i, j] = convert(Pw, Po, wide, mode)[0]
 
+
+
+# ------------------------------------------------------------------ fast paths
+# When no input is inf or NaN (checked once), the operands are unpacked once
+# into signed significands (0 for zero) and exponents instead of at every step.
+@_jit
+def unpack_matrix(Pi, codes, sig, exp):
+    """sig, exp of every code; returns True if any code is inf or NaN."""
+    special = False
+    for i in range(codes.shape[0]):
+        for k in range(codes.shape[1]):
+            kk, n, s, e = unpack(Pi, np.int64(codes[i, k]))
+            if kk >= INF:
+                special = True
+            sig[i, k] = 0 if kk != FINITE else (-s if n else s)
+            exp[i, k] = e
+    return special
+
+
+@_jit
+def _odd_sum(p, c, mode):
+    """p + c rounded to odd at float64's 53 bits (p, c float64 values).
+
+    TwoSum gives s = fl(p + c) and the exact error err; if err != 0 and s is
+    even, the odd neighbour of s on the side of err is the round-to-odd sum.
+    Rounding that to a format of p' <= 51 bits in any mode gives the correctly
+    rounded p + c (Boldo & Melquiond, IEEE TC 2008: round to odd with two
+    extra bits, then round once). Exact zeros get IEEE's signs.
+    """
+    s = p + c
+    if not np.isfinite(s):
+        return s
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)
+    if err != 0.0:
+        bits = np.float64(s).view(np.int64)
+        if bits & 1 == 0:
+            bits += 1 if (err > 0.0) == (s > 0.0) else -1
+            s = np.int64(bits).view(np.float64)
+    elif s == 0.0 and mode == RDOWN and not (p == 0.0 and c == 0.0 and not np.signbit(p)
+                                             and not np.signbit(c)):
+        s = -0.0  # x + (-x) = -0 when rounding down
+    return s
+
+
+@_jit
+def sequential_fast(Pa, Po, af, bf, mode, i0, i1, out, zero_code, k_block):
+    """sequential_kernel (k_block >= K) or blocked_kernel on finite inputs given
+    as float64 values: each product is exact in float64 (<= 48 bits), the sum
+    is rounded to odd in float64 (_odd_sum) and then once into Pa by the engine."""
+    K = af.shape[1]
+    for i in range(i0, i1):
+        for j in range(bf.shape[0]):
+            total = zero_code
+            for k0 in range(0, K, k_block):
+                acc = decode_one(Pa, zero_code)
+                code = zero_code
+                for k in range(k0, min(k0 + k_block, K)):
+                    s = _odd_sum(af[i, k] * bf[j, k], acc, mode)
+                    code = convert_one(Pa, np.float64(s).view(np.int64), True, mode, False,
+                                       False, _U0)[0]
+                    acc = decode_one(Pa, code)
+                if k0 == 0:
+                    total = code
+                else:
+                    total = op_add(Pa, total, code, False, mode, False, False, _U0)[0]
+            out[i, j] = convert(Pa, Po, total, mode)[0]
+
+
+@_jit
+def _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, acc, align_bits, hw_mode):
+    """_tc_block on unpacked finite inputs (same arithmetic, one pass to find emax)."""
+    kc, nc, sc, ec = unpack(Pa, acc)
+    if kc >= QNAN:
+        return acc
+    if kc == INF:
+        return acc
+    emax = -(1 << 30)
+    if kc == FINITE:
+        emax = ec + bitlen(sc) - 1
+    for k in range(k0, k1):
+        p = asig[i, k] * bsig[j, k]
+        if p != 0:
+            e = aexp[i, k] + bexp[j, k] + bitlen(abs(p)) - 1
+            if e > emax:
+                emax = e
+    if emax == -(1 << 30):
+        return zero_result(Pa, False, hw_mode, False, False)[0]
+    lsb = emax - Pa[P_M] - align_bits
+    S = np.int64(0)
+    if kc == FINITE:
+        t = _truncate(sc, ec, lsb)
+        S += -t if nc else t
+    for k in range(k0, k1):
+        p = asig[i, k] * bsig[j, k]
+        if p != 0:
+            t = _truncate(abs(p), aexp[i, k] + bexp[j, k], lsb)
+            S += -t if p < 0 else t
+    if S == 0:
+        return zero_result(Pa, False, hw_mode, False, False)[0]
+    neg = S < 0
+    return round_pack(Pa, neg, -S if neg else S, lsb, False, hw_mode, False, False, _U0)[0]
+
+
+@_jit
+def tensor_core_fast(Pa, Pw, Po, asig, aexp, bsig, bexp, mode, i0, i1, out, zero_code_acc,
+                     block, align_bits, hw_mode, every, zero_code_wide):
+    """tensor_core_kernel on unpacked finite inputs."""
+    K = asig.shape[1]
+    for i in range(i0, i1):
+        for j in range(bsig.shape[0]):
+            if every <= 0:
+                acc = zero_code_acc
+                for k0 in range(0, K, block):
+                    acc = _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0,
+                                         min(k0 + block, K), acc, align_bits, hw_mode)
+                out[i, j] = convert(Pa, Po, acc, mode)[0]
+            else:
+                wide = zero_code_wide
+                for c0 in range(0, K, every):
+                    c1 = min(c0 + every, K)
+                    acc = zero_code_acc
+                    for k0 in range(c0, c1, block):
+                        acc = _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0,
+                                             min(k0 + block, c1), acc, align_bits, hw_mode)
+                    part = convert(Pa, Pw, acc, mode)[0]
+                    wide = op_add(Pw, wide, part, False, mode, False, False, _U0)[0]
+                out[i, j] = convert(Pw, Po, wide, mode)[0]

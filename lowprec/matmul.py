@@ -283,6 +283,11 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
     out = np.empty((M, N), dtype=np.int64)
     Pi, Pa, Po = (_engine.format_params(f) for f in (fin, facc, fout))
     m = _MODE_INT[mode]
+    # Unpack the inputs once (signed significands, exponents); the fast kernels
+    # use them when no input is inf or NaN.
+    asig, aexp = np.empty(ca.shape, np.int64), np.empty(ca.shape, np.int64)
+    bsig, bexp = np.empty(cbt.shape, np.int64), np.empty(cbt.shape, np.int64)
+    special = K.unpack_matrix(Pi, ca, asig, aexp) | K.unpack_matrix(Pi, cbt, bsig, bexp)
 
     if isinstance(mdl, Exact):
         base = 2 * (fin.emin - 2 * fin.mantissa_bits)
@@ -290,6 +295,11 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
         nlimbs = (top - base) // 32 + 4
         _run_rows(lambda i0, i1: K.exact_kernel(Pi, Po, ca, cbt, m, i0, i1, out, base, nlimbs),
                   M)
+    elif isinstance(mdl, (Sequential, Blocked)) and not special:
+        z = _zero(facc)
+        kb = mdl.k_block if isinstance(mdl, Blocked) else max(a.shape[1], 1)
+        af, bf = decode(ca, fin), decode(cbt, fin)
+        _run_rows(lambda i0, i1: K.sequential_fast(Pa, Po, af, bf, m, i0, i1, out, z, kb), M)
     elif isinstance(mdl, Sequential):
         z = _zero(facc)
         _run_rows(lambda i0, i1: K.sequential_kernel(Pi, Pa, Po, ca, cbt, m, i0, i1, out, z), M)
@@ -310,9 +320,14 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
         Ph = _engine.format_params(fhw)
         zh, za = _zero(fhw), _zero(facc)
         hw = _MODE_INT[check_mode(tc.hw_mode)]
-        _run_rows(lambda i0, i1: K.tensor_core_kernel(Pi, Ph, Pa, Po, ca, cbt, m, i0, i1, out,
-                                                      zh, tc.block, tc.align_bits, hw, every,
-                                                      za), M)
+        if special:
+            _run_rows(lambda i0, i1: K.tensor_core_kernel(Pi, Ph, Pa, Po, ca, cbt, m, i0, i1,
+                                                          out, zh, tc.block, tc.align_bits, hw,
+                                                          every, za), M)
+        else:
+            _run_rows(lambda i0, i1: K.tensor_core_fast(Ph, Pa, Po, asig, aexp, bsig, bexp, m,
+                                                        i0, i1, out, zh, tc.block,
+                                                        tc.align_bits, hw, every, za), M)
     else:
         raise TypeError(f"unsupported model type {type(mdl).__name__}")
     return decode(out.astype(fout.code_dtype), fout)
