@@ -79,7 +79,7 @@ def main() -> None:
             ratios = []
             for m in modes:
                 ours(m)  # warm
-                ratios.append(best_of(lambda: ours(m), reps) / t_ref)
+                ratios.append(best_of(lambda ours=ours, m=m: ours(m), reps) / t_ref)
             worst = max(worst, max(ratios))
             print(f"{name:5s} {t_ref * 1e3:9.2f} " + " ".join(f"{r:9.1f}x" for r in ratios))
     print(f"worst ratio: {worst:.1f}x (target <= 10x)")
@@ -93,7 +93,8 @@ def main() -> None:
                           ("deepseek_v3", None)]:
         inputs = "fp8_e4m3" if model == "deepseek_v3" else "fp16"
         lp.matmul(A[:4, :4], B[:4, :4], inputs=inputs, model=model)
-        t = best_of(lambda: lp.matmul(A, B, inputs=inputs, model=model), max(1, reps // 2))
+        t = best_of(lambda inputs=inputs, model=model: lp.matmul(A, B, inputs=inputs, model=model),
+                    max(1, reps // 2))
         goal = f"(target < {target:.0f} s)" if target else ""
         print(f"  {model:12s} {t:6.3f} s  {t / t_np:8.0f}x numpy float32 {goal}")
 

@@ -300,10 +300,8 @@ def op_sqrt(P, ca, mode, saturate, ftz, rnd):
         # t <= (60 - bitlen(r)) / 2 keeps every product below 2**63.
         while r < (np.int64(1) << 59):
             t = (60 - bitlen(r)) >> 1
-            if t > 59 - bitlen(r):
-                t = 59 - bitlen(r)
-            if t < 1:
-                t = 1
+            t = min(t, 59 - bitlen(r))
+            t = max(t, 1)
             R2 = r << (t + 1)
             target = rem << (2 * t)
             x = (rem << t) // (r << 1)
@@ -343,7 +341,7 @@ def fma_parts(P, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, p_in, mode, sat
     # The product, exact: at most 2*p_in bits; normalise it to exactly W bits.
     sp = sa * sb
     ep = ea + eb
-    W = 2 * p_in if 2 * p_in > p else p
+    W = max(p, 2 * p_in)
     n = bitlen(sp)
     sp = sp << (W - n)
     ep -= W - n

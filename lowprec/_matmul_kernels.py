@@ -246,8 +246,7 @@ def _tc_block(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits, hw_mode):
         kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
         if ka == FINITE and kb == FINITE:
             e = ea + eb + bitlen(sa * sb) - 1
-            if e > emax:
-                emax = e
+            emax = max(emax, e)
     if emax == -(1 << 30):
         return zero_result(Pa, False, hw_mode, False, False)[0]
     # Keep bits down to 2**lsb: p_acc bits of the largest term plus align_bits.
@@ -392,8 +391,7 @@ def _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, acc, align_bits, hw
         p = asig[i, k] * bsig[j, k]
         if p != 0:
             e = aexp[i, k] + bexp[j, k] + bitlen(abs(p)) - 1
-            if e > emax:
-                emax = e
+            emax = max(emax, e)
     if emax == -(1 << 30):
         return zero_result(Pa, False, hw_mode, False, False)[0]
     lsb = emax - Pa[P_M] - align_bits

@@ -55,17 +55,17 @@ from . import _arith, _engine
 from .formats import FloatFormat, get_format, reference_dtype
 from .rounding import (
     _CHUNK,
+    _MODE_INT,
     _as_float_array,
     _collect,
     _get_rng,
-    _MODE_INT,
     _random_words,
     _submit,
     check_mode,
     decode,
 )
 
-__all__ = ["add", "sub", "mul", "div", "sqrt", "fma"]
+__all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
 
 _OP_NAMES = {_arith.ADD: "add", _arith.SUB: "sub", _arith.MUL: "mul", _arith.DIV: "div",
              _arith.SQRT: "sqrt", _arith.FMA: "fma"}

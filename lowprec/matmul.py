@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -43,8 +43,20 @@ from .formats import FloatFormat, custom_format, get_format
 from .rounding import _MODE_INT, _threads, check_mode, decode, encode
 
 __all__ = [
-    "AccumulationModel", "Exact", "Sequential", "Pairwise", "Blocked", "TensorCore", "Promote",
-    "matmul", "dot", "list_models", "get_model", "tensor_core", "blocked", "promote",
+    "AccumulationModel",
+    "Blocked",
+    "Exact",
+    "Pairwise",
+    "Promote",
+    "Sequential",
+    "TensorCore",
+    "blocked",
+    "dot",
+    "get_model",
+    "list_models",
+    "matmul",
+    "promote",
+    "tensor_core",
 ]
 
 
@@ -206,7 +218,7 @@ def promote(every: int = 128, inner: TensorCore | str = "h100_fp8") -> Promote:
     """Partial sums of ``every`` products in tensor core ``inner``, added into FP32."""
     inner_model = get_model(inner)
     if not isinstance(inner_model, TensorCore):
-        raise ValueError(f"promote needs a tensor-core inner model, got {inner_model.name}")
+        raise TypeError(f"promote needs a tensor-core inner model, got {inner_model.name}")
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
     return Promote(every=every, inner=inner_model)
@@ -217,7 +229,7 @@ def list_models() -> dict[str, str]:
     return {name: m.describe() for name, m in _MODELS.items()}
 
 
-ModelLike = Union[str, AccumulationModel]
+ModelLike = str | AccumulationModel
 
 
 def get_model(model: ModelLike) -> AccumulationModel:

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 import pytest
+from arith_reference import Reference
 
 import lowprec as lp
-from arith_reference import Reference
 
 SMALL = ["fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp8_e5m2fnuz", "fp8_e4m3_ieee", "fp8_e3m4",
          "fp8_e4m3b11fnuz", "fp6_e3m2", "fp6_e2m3", "fp4_e2m1"]

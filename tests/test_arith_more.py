@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-
-import lowprec as lp
 from arith_reference import Reference
 from test_arith_exhaustive import check
+
+import lowprec as lp
 
 
 def random_operands(fmt, n: int, arity: int, seed: int) -> list[np.ndarray]:

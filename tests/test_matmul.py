@@ -15,9 +15,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from arith_reference import Reference, floor_log2
 
 import lowprec as lp
-from arith_reference import Reference, floor_log2
 from lowprec.matmul import A100, H100, H100_FP8, V100, TensorCore, blocked, promote, tensor_core
 
 
