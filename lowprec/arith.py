@@ -15,7 +15,7 @@ directed and odd modes and for ``fma``.
 >>> float(lp.add(1.0, 2.0**-11, "fp16", "rup"))
 1.0009765625
 >>> lp.div(1.0, 0.0, "fp16", flags=True)           # (+inf, divide-by-zero flag 0x08)
-(np.float16(inf), np.uint8(8))
+(np.float64(inf), np.uint8(8))
 
 Operands
     Values of the format: numbers (any real dtype, lists, scalars) that the
