@@ -91,14 +91,14 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
         if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= 1 << fmt.width):
             raise ValueError(f"operand {name} holds codes outside 0 .. {(1 << fmt.width) - 1} "
                              f"({fmt.width}-bit {fmt.name})")
-        return arr.astype(fmt.code_dtype, copy=False), "codes"
+        return arr.astype(np.int64), "codes"
     own = reference_dtype(fmt)
     if own is not None and arr.dtype == own:
-        return arr.view(fmt.code_dtype), "own"
+        return arr.view(fmt.code_dtype).astype(np.int64), "own"
     values, _ = _as_float_array(arr, f"operand {name}")
     kind = "f32" if values.dtype == np.float32 else "other"
     flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-    out = np.empty(flat.shape, dtype=fmt.code_dtype)
+    out = np.empty(flat.shape, dtype=np.int64)
     bad = _arith.to_code_kernel(_engine.format_params(fmt), flat.view(np.int64), out)
     if bad >= 0:
         raise ValueError(
@@ -132,7 +132,8 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     while len(flat) < 3:
         flat.append(flat[0][:1])
     a, b, c = flat
-    out = np.empty(n, dtype=fmt.code_dtype)
+    # Codes travel as int64 whatever the format: one compiled kernel for all.
+    out = np.empty(n, dtype=np.int64)
     flag_arr = np.zeros(n if flags else 0, dtype=np.uint8)
     P = _engine.format_params(fmt)
     m = _MODE_INT[mode]
@@ -150,13 +151,14 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
         rnd = _random_words(gen, stop - start) if stochastic else no_rnd
         for bad, _ in _collect(_submit(run, start, stop, rnd)):
             if bad >= 0:
-                args = ", ".join(repr(float(decode(x[0 if x.shape[0] == 1 else bad], fmt)))
+                args = ", ".join(repr(float(decode(x[0 if x.shape[0] == 1 else bad]
+                                                   .astype(fmt.code_dtype), fmt)))
                                  for x in flat[:len(operands)])
                 raise ValueError(
                     f"{_OP_NAMES[op]}({args}) at element {bad} is invalid (NaN), but "
                     f"{fmt.name} has no NaN; check operands before the operation"
                 )
-    out = out.reshape(shape)
+    out = out.astype(fmt.code_dtype).reshape(shape)
     flag_arr = flag_arr.reshape(shape) if flags else flag_arr
     kinds = {k for _, k in converted}
     if codes:

@@ -289,8 +289,8 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs a (M, K) and b (K, N) arrays, got shapes {a.shape} "
                          f"and {b.shape}")
-    ca = np.ascontiguousarray(encode(a, fin))
-    cbt = np.ascontiguousarray(encode(b, fin).T)
+    ca = np.ascontiguousarray(encode(a, fin), dtype=np.int64)  # int64: one compiled kernel
+    cbt = np.ascontiguousarray(encode(b, fin).T, dtype=np.int64)
     M, N = a.shape[0], b.shape[1]
     out = np.empty((M, N), dtype=np.int64)
     Pi, Pa, Po = (_engine.format_params(f) for f in (fin, facc, fout))
@@ -310,7 +310,7 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
     elif isinstance(mdl, (Sequential, Blocked)) and not special:
         z = _zero(facc)
         kb = mdl.k_block if isinstance(mdl, Blocked) else max(a.shape[1], 1)
-        af, bf = decode(ca, fin), decode(cbt, fin)
+        af, bf = decode(ca.astype(fin.code_dtype), fin), decode(cbt.astype(fin.code_dtype), fin)
         _run_rows(lambda i0, i1: K.sequential_fast(Pa, Po, af, bf, m, i0, i1, out, z, kb), M)
     elif isinstance(mdl, Sequential):
         z = _zero(facc)

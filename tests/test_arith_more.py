@@ -204,3 +204,12 @@ def test_e8m0_powers_of_two():
     assert lp.div(2.0**10, 2.0**-3, "e8m0") == 2.0**13
     assert lp.sqrt(2.0**10, "e8m0") == 2.0**5
     assert np.isnan(lp.sub(1.0, 2.0, "e8m0"))  # negative: unsigned format
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+
+    for name in ("lowprec.arith", "lowprec.matmul"):
+        result = doctest.testmod(importlib.import_module(name))
+        assert result.failed == 0 and result.attempted > 0, name
