@@ -113,29 +113,48 @@ def unpack(P, code):
     return FINITE, neg, m_field | (np.int64(1) << m), e_field - P[P_BIAS] - m
 
 
-@_jit
-def special(P, bits, mode, saturate, ftz):
-    """Code of an exact special result (±0, ±inf) given as float64 bits."""
-    return convert_one(P, bits, True, mode, saturate, ftz, np.uint64(0))
+# Every operation returns a *result tuple* and ends in ONE call of the engine,
+# in :func:`finish` (one call site keeps numba's compile time down, and it is
+# SoftFloat's shape: every operation ends in the shared round-and-pack):
+#   (ROUND, neg, sig, lsb, sticky, 0, flags): round (-1)**neg (sig + sticky) 2**lsb;
+#   (BITS,  ...,                 bits, flags): an exact ±0 or ±inf, given as float64
+#        bits, converted like round_to converts it (inf -> NaN in fp8_e4m3, ...);
+#   (NAN,   ...,                    0, flags): the format's NaN.
+ROUND, BITS, NAN = range(3)
 
 
 @_jit
-def nan_result(P, flags):
-    """The format's NaN (status INVALID_NAN when it has none: Python raises)."""
-    c = nan_code(P, False)
-    if c < 0:
-        return np.int64(0), flags, INVALID_NAN
-    return np.int64(c), flags, 0
+def rounded(neg, sig, lsb, sticky):
+    return ROUND, neg, sig, lsb, sticky, np.int64(0), 0
 
 
 @_jit
-def zero_result(P, negative, mode, saturate, ftz):
-    return special(P, _NEG_ZERO if negative else _POS_ZERO, mode, saturate, ftz)
+def nan_result(flags):
+    return NAN, False, np.int64(0), 0, False, np.int64(0), flags
 
 
 @_jit
-def inf_result(P, negative, mode, saturate, ftz, flags):
-    c, f, st = special(P, _NEG_INF if negative else _POS_INF, mode, saturate, ftz)
+def zero_result(negative):
+    return BITS, False, np.int64(0), 0, False, _NEG_ZERO if negative else _POS_ZERO, 0
+
+
+@_jit
+def inf_result(negative, flags):
+    return BITS, False, np.int64(0), 0, False, _NEG_INF if negative else _POS_INF, flags
+
+
+@_jit
+def finish(P, r, mode, saturate, ftz, rnd):
+    """(code, flags, status) of a result tuple: the one call into the engine."""
+    kind, neg, sig, lsb, sticky, bits, flags = r
+    if kind == ROUND:
+        c, f, st = round_pack(P, neg, sig, lsb, sticky, mode, saturate, ftz, rnd)
+    elif kind == BITS:
+        c, f, st = convert_one(P, bits, True, mode, saturate, ftz, np.uint64(0))
+    else:
+        c, f, st = nan_code(P, False), 0, 0
+        if c < 0:
+            st = INVALID_NAN
     return c, f | flags, st
 
 
@@ -177,8 +196,8 @@ def add_exact(P, negx, sx, ex, negy, sy, ey, W, mode, saturate, ftz, rnd):
         lsb = ex - K
     if S == 0:
         # Exact cancellation x + (-x): +0, except -0 when rounding down (IEEE 754 6.3).
-        return zero_result(P, mode == RDOWN, mode, saturate, ftz)
-    return round_pack(P, negx, S, lsb, sticky, mode, saturate, ftz, rnd)
+        return zero_result(mode == RDOWN)
+    return rounded(negx, S, lsb, sticky)
 
 
 @_jit
@@ -188,18 +207,18 @@ def op_add(P, ca, cb, negate_b, mode, saturate, ftz, rnd):
     if negate_b:
         nb = not nb
     if ka >= QNAN or kb >= QNAN:
-        return nan_result(P, FLAG_INVALID if (ka == SNAN or kb == SNAN) else 0)
+        return nan_result(FLAG_INVALID if (ka == SNAN or kb == SNAN) else 0)
     if ka == INF or kb == INF:
         if ka == INF and kb == INF and na != nb:
-            return nan_result(P, FLAG_INVALID)  # inf - inf
-        return inf_result(P, na if ka == INF else nb, mode, saturate, ftz, 0)
+            return nan_result(FLAG_INVALID)  # inf - inf
+        return inf_result(na if ka == INF else nb, 0)
     if ka == ZERO and kb == ZERO:
         # (+0) + (+0) = +0, (-0) + (-0) = -0, mixed signs: +0 (-0 when rounding down).
-        return zero_result(P, (na and nb) if na == nb else mode == RDOWN, mode, saturate, ftz)
+        return zero_result((na and nb) if na == nb else mode == RDOWN)
     if ka == ZERO:
-        return round_pack(P, nb, sb, eb, False, mode, saturate, ftz, rnd)  # exact
+        return rounded(nb, sb, eb, False)  # exact
     if kb == ZERO:
-        return round_pack(P, na, sa, ea, False, mode, saturate, ftz, rnd)
+        return rounded(na, sa, ea, False)
     return add_exact(P, na, sa, ea, nb, sb, eb, P[P_M] + 1, mode, saturate, ftz, rnd)
 
 
@@ -209,15 +228,15 @@ def op_mul(P, ca, cb, mode, saturate, ftz, rnd):
     kb, nb, sb, eb = unpack(P, cb)
     neg = na != nb
     if ka >= QNAN or kb >= QNAN:
-        return nan_result(P, FLAG_INVALID if (ka == SNAN or kb == SNAN) else 0)
+        return nan_result(FLAG_INVALID if (ka == SNAN or kb == SNAN) else 0)
     if ka == INF or kb == INF:
         if ka == ZERO or kb == ZERO:
-            return nan_result(P, FLAG_INVALID)  # 0 * inf
-        return inf_result(P, neg, mode, saturate, ftz, 0)
+            return nan_result(FLAG_INVALID)  # 0 * inf
+        return inf_result(neg, 0)
     if ka == ZERO or kb == ZERO:
-        return zero_result(P, neg, mode, saturate, ftz)
+        return zero_result(neg)
     # Exact: a product of two p-bit integers has at most 2p <= 48 bits.
-    return round_pack(P, neg, sa * sb, ea + eb, False, mode, saturate, ftz, rnd)
+    return rounded(neg, sa * sb, ea + eb, False)
 
 
 @_jit
@@ -226,19 +245,19 @@ def op_div(P, ca, cb, mode, saturate, ftz, rnd):
     kb, nb, sb, eb = unpack(P, cb)
     neg = na != nb
     if ka >= QNAN or kb >= QNAN:
-        return nan_result(P, FLAG_INVALID if (ka == SNAN or kb == SNAN) else 0)
+        return nan_result(FLAG_INVALID if (ka == SNAN or kb == SNAN) else 0)
     if ka == INF:
         if kb == INF:
-            return nan_result(P, FLAG_INVALID)  # inf / inf
-        return inf_result(P, neg, mode, saturate, ftz, 0)
+            return nan_result(FLAG_INVALID)  # inf / inf
+        return inf_result(neg, 0)
     if kb == INF:
-        return zero_result(P, neg, mode, saturate, ftz)
+        return zero_result(neg)
     if kb == ZERO:
         if ka == ZERO:
-            return nan_result(P, FLAG_INVALID)  # 0 / 0
-        return inf_result(P, neg, mode, saturate, ftz, FLAG_INFINITE)  # x / 0
+            return nan_result(FLAG_INVALID)  # 0 / 0
+        return inf_result(neg, FLAG_INFINITE)  # x / 0
     if ka == ZERO:
-        return zero_result(P, neg, mode, saturate, ftz)
+        return zero_result(neg)
     # q = floor(sa * 2**s / sb), 2**(s-1) < q < 2**(s+1): with s = 62 - p the
     # quotient has >= 62 - p bits, >= 2 more than the p-bit result needs
     # (p <= 24); a non-zero remainder is the sticky bit (the exact quotient is
@@ -258,7 +277,7 @@ def op_div(P, ca, cb, mode, saturate, ftz, rnd):
         r = num2 - q2 * sb
         q = (q << t) + q2
         lsb -= t
-    return round_pack(P, neg, q, lsb, r != 0, mode, saturate, ftz, rnd)
+    return rounded(neg, q, lsb, r != 0)
 
 
 @_jit
@@ -276,13 +295,13 @@ def isqrt_rem(n):
 def op_sqrt(P, ca, mode, saturate, ftz, rnd):
     ka, na, sa, ea = unpack(P, ca)
     if ka >= QNAN:
-        return nan_result(P, FLAG_INVALID if ka == SNAN else 0)
+        return nan_result(FLAG_INVALID if ka == SNAN else 0)
     if ka == ZERO:
-        return zero_result(P, na, mode, saturate, ftz)  # sqrt(±0) = ±0
+        return zero_result(na)  # sqrt(±0) = ±0
     if na:
-        return nan_result(P, FLAG_INVALID)  # sqrt(x < 0), sqrt(-inf)
+        return nan_result(FLAG_INVALID)  # sqrt(x < 0), sqrt(-inf)
     if ka == INF:
-        return inf_result(P, False, mode, saturate, ftz, 0)
+        return inf_result(False, 0)
     # N = sa << k with ea - k even and 2**60 <= N < 2**62: the integer root r
     # has 31 bits (>= p + 7 for p <= 24) and sqrt(value) = (r + frac) * 2**((ea-k)/2);
     # a non-zero remainder means the exact root lies strictly inside (r, r+1).
@@ -310,7 +329,7 @@ def op_sqrt(P, ca, mode, saturate, ftz, rnd):
             rem = target - x * (R2 + x)
             r = (r << t) + x
             lsb -= t
-    return round_pack(P, False, r, lsb, rem != 0, mode, saturate, ftz, rnd)
+    return rounded(False, r, lsb, rem != 0)
 
 
 @_jit
@@ -323,21 +342,21 @@ def fma_parts(P, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, p_in, mode, sat
         # SoftFloat (and IEEE, optionally) signal invalid for inf*0 even when c is NaN.
         inv = ka == SNAN or kb == SNAN or kc == SNAN or (
             (ka == INF and kb == ZERO) or (ka == ZERO and kb == INF))
-        return nan_result(P, FLAG_INVALID if inv else 0)
+        return nan_result(FLAG_INVALID if inv else 0)
     if ka == INF or kb == INF:
         if ka == ZERO or kb == ZERO:
-            return nan_result(P, FLAG_INVALID)  # inf * 0 + c
+            return nan_result(FLAG_INVALID)  # inf * 0 + c
         if kc == INF and nc != negp:
-            return nan_result(P, FLAG_INVALID)  # inf - inf
-        return inf_result(P, negp, mode, saturate, ftz, 0)
+            return nan_result(FLAG_INVALID)  # inf - inf
+        return inf_result(negp, 0)
     if kc == INF:
-        return inf_result(P, nc, mode, saturate, ftz, 0)
+        return inf_result(nc, 0)
     p = P[P_M] + 1
     if ka == ZERO or kb == ZERO:
         if kc == ZERO:
             # Signed zeros: equal signs keep theirs, else +0 (-0 when rounding down).
-            return zero_result(P, negp if negp == nc else mode == RDOWN, mode, saturate, ftz)
-        return round_pack(P, nc, sc, ec, False, mode, saturate, ftz, rnd)
+            return zero_result(negp if negp == nc else mode == RDOWN)
+        return rounded(nc, sc, ec, False)
     # The product, exact: at most 2*p_in bits; normalise it to exactly W bits.
     sp = sa * sb
     ep = ea + eb
@@ -346,7 +365,7 @@ def fma_parts(P, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, p_in, mode, sat
     sp = sp << (W - n)
     ep -= W - n
     if kc == ZERO:
-        return round_pack(P, negp, sp, ep, False, mode, saturate, ftz, rnd)
+        return rounded(negp, sp, ep, False)
     n = bitlen(sc)
     return add_exact(P, negp, sp, ep, nc, sc << (W - n), ec - (W - n), W, mode, saturate, ftz,
                      rnd)
@@ -363,17 +382,17 @@ def op_fma(P, ca, cb, cc, mode, saturate, ftz, rnd):
 
 @_jit
 def op_one(P, op, ca, cb, cc, mode, saturate, ftz, rnd):
-    if op == ADD:
-        return op_add(P, ca, cb, False, mode, saturate, ftz, rnd)
-    if op == SUB:
-        return op_add(P, ca, cb, True, mode, saturate, ftz, rnd)
-    if op == MUL:
-        return op_mul(P, ca, cb, mode, saturate, ftz, rnd)
-    if op == DIV:
-        return op_div(P, ca, cb, mode, saturate, ftz, rnd)
-    if op == SQRT:
-        return op_sqrt(P, ca, mode, saturate, ftz, rnd)
-    return op_fma(P, ca, cb, cc, mode, saturate, ftz, rnd)
+    if op == ADD or op == SUB:
+        r = op_add(P, ca, cb, op == SUB, mode, saturate, ftz, rnd)
+    elif op == MUL:
+        r = op_mul(P, ca, cb, mode, saturate, ftz, rnd)
+    elif op == DIV:
+        r = op_div(P, ca, cb, mode, saturate, ftz, rnd)
+    elif op == SQRT:
+        r = op_sqrt(P, ca, mode, saturate, ftz, rnd)
+    else:
+        r = op_fma(P, ca, cb, cc, mode, saturate, ftz, rnd)
+    return finish(P, r, mode, saturate, ftz, rnd)
 
 
 @_jit

@@ -18,14 +18,16 @@ from ._arith import (
     QNAN,
     ZERO,
     bitlen,
+    finish,
     fma_parts,
     inf_result,
     nan_result,
     op_add,
+    rounded,
     unpack,
     zero_result,
 )
-from ._engine import P_M, RDOWN, convert_one, decode_one, round_pack
+from ._engine import P_M, RDOWN, convert_one, decode_one
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
@@ -36,12 +38,14 @@ def convert(Pf, Pt, code, mode):
     """A code of format Pf rounded into format Pt (values, specials and all)."""
     k, neg, sig, exp = unpack(Pf, code)
     if k >= QNAN:
-        return nan_result(Pt, 0)
-    if k == INF:
-        return inf_result(Pt, neg, mode, False, False, 0)
-    if k == ZERO:
-        return zero_result(Pt, neg, mode, False, False)
-    return round_pack(Pt, neg, sig, exp, False, mode, False, False, _U0)
+        r = nan_result(0)
+    elif k == INF:
+        r = inf_result(neg, 0)
+    elif k == ZERO:
+        r = zero_result(neg)
+    else:
+        r = rounded(neg, sig, exp, False)
+    return finish(Pt, r, mode, False, False, _U0)
 
 
 @_jit
@@ -79,8 +83,9 @@ def sequential_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
                 ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
                 kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
                 kc, nc, sc, ec = unpack(Pa, acc)
-                acc, _, _ = fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, pin,
-                                      mode, False, False, _U0)
+                acc = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec,
+                                           pin, mode, False, False, _U0),
+                             mode, False, False, _U0)[0]
             out[i, j] = convert(Pa, Po, acc, mode)[0]
 
 
@@ -91,8 +96,8 @@ def _sequential_range(Pi, Pa, a, b, i, j, k0, k1, acc, mode):
         ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
         kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
         kc, nc, sc, ec = unpack(Pa, acc)
-        acc, _, _ = fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, pin, mode,
-                              False, False, _U0)
+        acc = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, pin,
+                                   mode, False, False, _U0), mode, False, False, _U0)[0]
     return acc
 
 
@@ -106,7 +111,8 @@ def blocked_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code, k_block):
             for k0 in range(0, K, k_block):
                 part = _sequential_range(Pi, Pa, a, b, i, j, k0, min(k0 + k_block, K),
                                          zero_code, mode)
-                total = op_add(Pa, total, part, False, mode, False, False, _U0)[0]
+                total = finish(Pa, op_add(Pa, total, part, False, mode, False, False, _U0),
+                               mode, False, False, _U0)[0]
             out[i, j] = convert(Pa, Po, total, mode)[0]
 
 
@@ -123,8 +129,9 @@ def pairwise_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
                 ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
                 kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
                 # a*b + (+0): the product rounded once to Pa.
-                buf[k] = fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
-                                   np.int64(0), 0, Pi[P_M] + 1, mode, False, False, _U0)[0]
+                buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
+                                              np.int64(0), 0, Pi[P_M] + 1, mode, False, False,
+                                              _U0), mode, False, False, _U0)[0]
             n = K
             if n == 0:
                 buf[0] = zero_code
@@ -132,8 +139,8 @@ def pairwise_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
             while n > 1:
                 half = n // 2
                 for t in range(half):
-                    buf[t] = op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False, False,
-                                    _U0)[0]
+                    buf[t] = finish(Pa, op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False,
+                                               False, _U0), mode, False, False, _U0)[0]
                 if n % 2:
                     buf[half] = buf[n - 1]
                 n = half + n % 2
@@ -145,77 +152,81 @@ def pairwise_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
 def exact_kernel(Pi, Po, a, b, mode, i0, i1, out, base, nlimbs):
     """Exact sum of exact products in 32-bit limbs of a fixed-point integer whose
     unit is 2**base (the smallest product lsb), rounded once into Po."""
-    K = a.shape[1]
     limbs = np.zeros(nlimbs, dtype=np.int64)
-    M32 = np.int64(0xFFFFFFFF)
     for i in range(i0, i1):
         for j in range(b.shape[0]):
-            st = product_specials(Pi, a, b, 0, K, i, j)
-            if st == 3:
-                out[i, j] = nan_result(Po, 0)[0]
-                continue
-            if st != 0:
-                out[i, j] = inf_result(Po, st == 2, mode, False, False, 0)[0]
-                continue
-            limbs[:] = 0
-            for k in range(K):
-                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
-                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
-                if ka != FINITE or kb != FINITE:
-                    continue
-                sp = sa * sb
-                pos = ea + eb - base
-                li = pos >> 5
-                off = pos & 31
-                lo = (sp & ((np.int64(1) << (32 - off)) - 1)) << off
-                rest = sp >> (32 - off)
-                if na != nb:
-                    limbs[li] -= lo
-                    limbs[li + 1] -= rest & M32
-                    limbs[li + 2] -= rest >> 32
-                else:
-                    limbs[li] += lo
-                    limbs[li + 1] += rest & M32
-                    limbs[li + 2] += rest >> 32
-            # Carries: limbs 0..L-2 into [0, 2**32), the top limb keeps the sign.
-            for t in range(nlimbs - 1):
-                c = limbs[t] >> 32
-                limbs[t] -= c << 32
-                limbs[t + 1] += c
-            neg = limbs[nlimbs - 1] < 0
-            if neg:
-                for t in range(nlimbs):
-                    limbs[t] = -limbs[t]
-                for t in range(nlimbs - 1):
-                    c = limbs[t] >> 32
-                    limbs[t] -= c << 32
-                    limbs[t + 1] += c
-            top = -1
-            for t in range(nlimbs - 1, -1, -1):
-                if limbs[t] != 0:
-                    top = t
-                    break
-            if top < 0:
-                out[i, j] = zero_result(Po, mode == RDOWN, mode, False, False)[0]
-                continue
-            # The 61 leading bits and a sticky bit for everything below them.
-            T = 32 * top + bitlen(limbs[top]) - 1  # position of the leading bit
-            lo_pos = T - 60 if T > 60 else 0
-            sig = np.int64(0)
-            sticky = False
-            for t in range(top + 1):
-                p0 = 32 * t
-                if p0 >= lo_pos:
-                    sig += limbs[t] << (p0 - lo_pos)
-                elif p0 + 32 > lo_pos:
-                    sh = lo_pos - p0
-                    sig += limbs[t] >> sh
-                    if limbs[t] & ((np.int64(1) << sh) - 1):
-                        sticky = True
-                elif limbs[t] != 0:
-                    sticky = True
-            out[i, j] = round_pack(Po, neg, sig, base + lo_pos, sticky, mode, False, False,
-                                   _U0)[0]
+            out[i, j] = finish(Po, _exact_sum(Pi, a, b, i, j, mode, base, limbs), mode, False,
+                               False, _U0)[0]
+
+
+@_jit
+def _exact_sum(Pi, a, b, i, j, mode, base, limbs):
+    """The exact dot product of row i and column j as a result tuple."""
+    K = a.shape[1]
+    nlimbs = limbs.shape[0]
+    M32 = np.int64(0xFFFFFFFF)
+    st = product_specials(Pi, a, b, 0, K, i, j)
+    if st == 3:
+        return nan_result(0)
+    if st != 0:
+        return inf_result(st == 2, 0)
+    limbs[:] = 0
+    for k in range(K):
+        ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+        kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+        if ka != FINITE or kb != FINITE:
+            continue
+        sp = sa * sb
+        pos = ea + eb - base
+        li = pos >> 5
+        off = pos & 31
+        lo = (sp & ((np.int64(1) << (32 - off)) - 1)) << off
+        rest = sp >> (32 - off)
+        if na != nb:
+            limbs[li] -= lo
+            limbs[li + 1] -= rest & M32
+            limbs[li + 2] -= rest >> 32
+        else:
+            limbs[li] += lo
+            limbs[li + 1] += rest & M32
+            limbs[li + 2] += rest >> 32
+    # Carries: limbs 0..L-2 into [0, 2**32), the top limb keeps the sign.
+    for t in range(nlimbs - 1):
+        c = limbs[t] >> 32
+        limbs[t] -= c << 32
+        limbs[t + 1] += c
+    neg = limbs[nlimbs - 1] < 0
+    if neg:
+        for t in range(nlimbs):
+            limbs[t] = -limbs[t]
+        for t in range(nlimbs - 1):
+            c = limbs[t] >> 32
+            limbs[t] -= c << 32
+            limbs[t + 1] += c
+    top = -1
+    for t in range(nlimbs - 1, -1, -1):
+        if limbs[t] != 0:
+            top = t
+            break
+    if top < 0:
+        return zero_result(mode == RDOWN)
+    # The 61 leading bits and a sticky bit for everything below them.
+    T = 32 * top + bitlen(limbs[top]) - 1  # position of the leading bit
+    lo_pos = T - 60 if T > 60 else 0
+    sig = np.int64(0)
+    sticky = False
+    for t in range(top + 1):
+        p0 = 32 * t
+        if p0 >= lo_pos:
+            sig += limbs[t] << (p0 - lo_pos)
+        elif p0 + 32 > lo_pos:
+            sh = lo_pos - p0
+            sig += limbs[t] >> sh
+            if limbs[t] & ((np.int64(1) << sh) - 1):
+                sticky = True
+        elif limbs[t] != 0:
+            sticky = True
+    return rounded(neg, sig, base + lo_pos, sticky)
 
 
 # ---------------------------------------------------------------- tensor cores
@@ -229,14 +240,20 @@ def _tc_block(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits, hw_mode):
     are summed exactly (carries are kept), and the sum is normalised and
     rounded once into the accumulator format in the hardware's mode.
     """
+    return finish(Pa, _tc_block_sum(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits), hw_mode,
+                  False, False, _U0)[0]
+
+
+@_jit
+def _tc_block_sum(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits):
     st = product_specials(Pi, a, b, k0, k1, i, j)
     kc, nc, sc, ec = unpack(Pa, acc)
     if st == 3 or kc >= QNAN:
-        return nan_result(Pa, 0)[0]
+        return nan_result(0)
     if st != 0 or kc == INF:
         if st != 0 and kc == INF and (st == 2) != nc:
-            return nan_result(Pa, 0)[0]
-        return inf_result(Pa, (st == 2) if st != 0 else nc, hw_mode, False, False, 0)[0]
+            return nan_result(0)
+        return inf_result((st == 2) if st != 0 else nc, 0)
     # Largest leading-bit exponent among the non-zero terms.
     emax = -(1 << 30)
     if kc == FINITE:
@@ -248,7 +265,7 @@ def _tc_block(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits, hw_mode):
             e = ea + eb + bitlen(sa * sb) - 1
             emax = max(emax, e)
     if emax == -(1 << 30):
-        return zero_result(Pa, False, hw_mode, False, False)[0]
+        return zero_result(False)
     # Keep bits down to 2**lsb: p_acc bits of the largest term plus align_bits.
     lsb = emax - Pa[P_M] - align_bits
     S = np.int64(0)
@@ -262,9 +279,8 @@ def _tc_block(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits, hw_mode):
             t = _truncate(sa * sb, ea + eb, lsb)
             S += -t if na != nb else t
     if S == 0:
-        return zero_result(Pa, False, hw_mode, False, False)[0]
-    neg = S < 0
-    return round_pack(Pa, neg, -S if neg else S, lsb, False, hw_mode, False, False, _U0)[0]
+        return zero_result(False)
+    return rounded(S < 0, abs(S), lsb, False)
 
 
 @_jit
@@ -304,7 +320,8 @@ def tensor_core_kernel(Pi, Pa, Pw, Po, a, b, mode, i0, i1, out, zero_code_acc, b
                         acc = _tc_block(Pi, Pa, a, b, i, j, k0, min(k0 + block, c1), acc,
                                         align_bits, hw_mode)
                     part = convert(Pa, Pw, acc, mode)[0]  # exact when Pw is wider
-                    wide = op_add(Pw, wide, part, False, mode, False, False, _U0)[0]
+                    wide = finish(Pw, op_add(Pw, wide, part, False, mode, False, False, _U0),
+                                  mode, False, False, _U0)[0]
                 out[i, j] = convert(Pw, Po, wide, mode)[0]
 
 
@@ -372,18 +389,23 @@ def sequential_fast(Pa, Po, af, bf, mode, i0, i1, out, zero_code, k_block):
                 if k0 == 0:
                     total = code
                 else:
-                    total = op_add(Pa, total, code, False, mode, False, False, _U0)[0]
+                    total = finish(Pa, op_add(Pa, total, code, False, mode, False, False, _U0),
+                                   mode, False, False, _U0)[0]
             out[i, j] = convert(Pa, Po, total, mode)[0]
 
 
 @_jit
 def _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, acc, align_bits, hw_mode):
-    """_tc_block on unpacked finite inputs (same arithmetic, one pass to find emax)."""
+    """_tc_block on unpacked finite inputs (same arithmetic)."""
     kc, nc, sc, ec = unpack(Pa, acc)
-    if kc >= QNAN:
+    if kc >= INF:  # an accumulator that overflowed stays inf/NaN
         return acc
-    if kc == INF:
-        return acc
+    return finish(Pa, _tc_block_fast_sum(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, kc, nc, sc,
+                                         ec, align_bits), hw_mode, False, False, _U0)[0]
+
+
+@_jit
+def _tc_block_fast_sum(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, kc, nc, sc, ec, align_bits):
     emax = -(1 << 30)
     if kc == FINITE:
         emax = ec + bitlen(sc) - 1
@@ -393,7 +415,7 @@ def _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, acc, align_bits, hw
             e = aexp[i, k] + bexp[j, k] + bitlen(abs(p)) - 1
             emax = max(emax, e)
     if emax == -(1 << 30):
-        return zero_result(Pa, False, hw_mode, False, False)[0]
+        return zero_result(False)
     lsb = emax - Pa[P_M] - align_bits
     S = np.int64(0)
     if kc == FINITE:
@@ -405,9 +427,8 @@ def _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, acc, align_bits, hw
             t = _truncate(abs(p), aexp[i, k] + bexp[j, k], lsb)
             S += -t if p < 0 else t
     if S == 0:
-        return zero_result(Pa, False, hw_mode, False, False)[0]
-    neg = S < 0
-    return round_pack(Pa, neg, -S if neg else S, lsb, False, hw_mode, False, False, _U0)[0]
+        return zero_result(False)
+    return rounded(S < 0, abs(S), lsb, False)
 
 
 @_jit
@@ -432,5 +453,6 @@ def tensor_core_fast(Pa, Pw, Po, asig, aexp, bsig, bexp, mode, i0, i1, out, zero
                         acc = _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0,
                                              min(k0 + block, c1), acc, align_bits, hw_mode)
                     part = convert(Pa, Pw, acc, mode)[0]
-                    wide = op_add(Pw, wide, part, False, mode, False, False, _U0)[0]
+                    wide = finish(Pw, op_add(Pw, wide, part, False, mode, False, False, _U0),
+                                  mode, False, False, _U0)[0]
                 out[i, j] = convert(Pw, Po, wide, mode)[0]
