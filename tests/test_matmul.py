@@ -217,3 +217,12 @@ def test_specials_and_api():
         lp.matmul(np.ones((2, 3)), np.ones((2, 3)))
     with pytest.raises(ValueError, match="stochastic"):
         lp.matmul(np.ones((1, 1)), np.ones((1, 1)), mode="stochastic")
+
+
+def test_readme_section_example_runs():
+    """The code block of docs/readme/arith.md runs as written."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "readme" / "arith.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "arith.md", "exec"), {})
