@@ -40,6 +40,7 @@ result is the format's canonical NaN. Infinite results enter formats without
 infinity the way :func:`lowprec.round_to` converts ±inf: NaN in OCP fn and fnuz
 formats (``saturate=True``: ±max), ±max in fp4/fp6 (which have neither).
 Formats with no NaN (fp4, fp6) cannot hold an invalid result: ``ValueError``.
+A zero result in ``e8m0`` (which has no zero) gives its NaN, as ``round_to(0)`` does.
 ``subnormals=False`` flushes subnormal *results* to zero (operands are used as
 they are). Supported: every format of at most 32 bits with at most 23 mantissa
 bits (all of the registry, fp32 included).

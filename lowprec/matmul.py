@@ -122,6 +122,11 @@ class TensorCore(AccumulationModel):
     hw_mode:
         Rounding of the normalised block sum into the accumulator (``rtz``:
         truncation, as measured on V100/A100).
+
+    Alignment truncates the *magnitude* of every term (toward zero), as a
+    sign-magnitude adder does; an adder that aligns in two's complement would
+    truncate negative terms toward -inf instead. That detail, like the
+    parameters, is a modelling choice to check against the sources.
     source:
         Where the parameters come from.
     """
@@ -242,6 +247,14 @@ def get_model(model: ModelLike) -> AccumulationModel:
 
 
 # -------------------------------------------------------------------- matmul
+def _float64_exact(fin: FloatFormat, facc: FloatFormat) -> bool:
+    """Whether products of ``fin`` values and sums with ``facc`` values stay far from
+    float64's overflow and underflow (the fast sequential path relies on it)."""
+    lo = min(2 * fin.smallest_subnormal_exponent, facc.smallest_subnormal_exponent)
+    hi = max(2 * (fin.emax + 1), facc.emax + 1)
+    return lo >= -960 and hi <= 1000
+
+
 def _zero(fmt: FloatFormat) -> int:
     return int(encode(0.0, fmt))
 
@@ -307,7 +320,7 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
         nlimbs = (top - base) // 32 + 4
         _run_rows(lambda i0, i1: K.exact_kernel(Pi, Po, ca, cbt, m, i0, i1, out, base, nlimbs),
                   M)
-    elif isinstance(mdl, (Sequential, Blocked)) and not special:
+    elif isinstance(mdl, (Sequential, Blocked)) and not special and _float64_exact(fin, facc):
         z = _zero(facc)
         kb = mdl.k_block if isinstance(mdl, Blocked) else max(a.shape[1], 1)
         af, bf = decode(ca.astype(fin.code_dtype), fin), decode(cbt.astype(fin.code_dtype), fin)
