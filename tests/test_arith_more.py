@@ -213,3 +213,13 @@ def test_docstring_examples_run():
     for name in ("lowprec.arith", "lowprec.matmul"):
         result = doctest.testmod(importlib.import_module(name))
         assert result.failed == 0 and result.attempted > 0, name
+
+
+def test_stochastic_results_do_not_depend_on_threads(monkeypatch):
+    a = lp.round_to(np.random.default_rng(1).standard_normal(100_000), "bf16")
+    monkeypatch.setenv("LOWPREC_NUM_THREADS", "1")
+    one = lp.mul(a, a, "bf16", "stochastic", rng=5)
+    monkeypatch.setenv("LOWPREC_NUM_THREADS", "3")
+    three = lp.mul(a, a, "bf16", "stochastic", rng=5)
+    assert np.array_equal(one, three)
+    assert not np.array_equal(one, lp.mul(a, a, "bf16", "stochastic", rng=6))
