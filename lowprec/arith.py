@@ -64,6 +64,7 @@ from .rounding import (
     _submit,
     check_mode,
     decode,
+    encode,
 )
 
 __all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
@@ -121,6 +122,71 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     scalar = all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands)
     converted = [_operand_codes(x, fmt, names[i], codes) for i, x in enumerate(operands)]
     shape = np.broadcast_shapes(*(c.shape for c, _ in converted))
+    if not (codes or flags) and _float64_is_exact(op, fmt):
+        out = _via_float64(op, operands, fmt, mode, saturate, subnormals, gen)
+    else:
+        out = _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, gen,
+                          len(operands))
+    kinds = {k for _, k in converted}
+    flag_arr = np.zeros(0, dtype=np.uint8)
+    if flags:
+        out, flag_arr = out
+        flag_arr = flag_arr.reshape(shape)
+    out = out.astype(fmt.code_dtype).reshape(shape)
+    if codes:
+        result = out
+    elif kinds == {"own"}:
+        result = out.view(reference_dtype(fmt))
+    else:
+        result = decode(out, fmt)
+        if kinds <= {"f32", "own"} and "f32" in kinds and fmt.fits_float32:
+            result = result.astype(np.float32)
+    if scalar:
+        result = result[()]
+        flag_arr = flag_arr[()] if flags else flag_arr
+    return (result, flag_arr) if flags else result
+
+
+def _float64_is_exact(op: int, fmt: FloatFormat) -> bool:
+    """Whether float64 holds the exact result of ``op`` on any two values of fmt.
+
+    A sum of two values is a multiple of the smallest subnormal 2**s below
+    2**(emax + 2): it needs emax + 2 - s <= 53 bits (fp16: 41, every 8/6/4-bit
+    format; not bf16, tf32, fp32). A product of two p-bit significands has
+    <= 2p <= 48 bits, and its exponent stays in float64's normal range.
+    """
+    if not (fmt.signed and fmt.has_subnormals):
+        return False
+    s = fmt.smallest_subnormal_exponent
+    if op in (_arith.ADD, _arith.SUB):
+        return fmt.emax + 2 - s <= 53
+    if op == _arith.MUL:
+        return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
+    return False
+
+
+def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarray:
+    """Codes of ``op`` computed exactly in float64 (see :func:`_float64_is_exact`)
+    and rounded once by the engine (``encode``, its fast path). IEEE float64
+    arithmetic gives the right infinities, NaNs and signs of zero -- except that
+    an exact zero sum is -0 when rounding down (unless both terms are +0)."""
+    x, y = (np.asarray(v, dtype=np.float64) for v in operands)
+    with np.errstate(all="ignore"):
+        if op == _arith.MUL:
+            r = x * y
+        else:
+            if op == _arith.SUB:
+                y = -y
+            r = x + y
+            if mode == "rdown":
+                both_plus_zero = (x == 0) & (y == 0) & ~np.signbit(x) & ~np.signbit(y)
+                r = np.where((r == 0) & ~both_plus_zero, -0.0, r)
+    return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals, rng=gen))
+
+
+def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, gen, arity):
+    """Codes (and flags) of ``op`` from the compiled integer kernel."""
+    stochastic = mode == "stochastic"
     n = int(np.prod(shape))
     flat = []
     for c, _ in converted:
@@ -154,26 +220,12 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
             if bad >= 0:
                 args = ", ".join(repr(float(decode(x[0 if x.shape[0] == 1 else bad]
                                                    .astype(fmt.code_dtype), fmt)))
-                                 for x in flat[:len(operands)])
+                                 for x in flat[:arity])
                 raise ValueError(
                     f"{_OP_NAMES[op]}({args}) at element {bad} is invalid (NaN), but "
                     f"{fmt.name} has no NaN; check operands before the operation"
                 )
-    out = out.astype(fmt.code_dtype).reshape(shape)
-    flag_arr = flag_arr.reshape(shape) if flags else flag_arr
-    kinds = {k for _, k in converted}
-    if codes:
-        result = out
-    elif kinds == {"own"}:
-        result = out.view(reference_dtype(fmt))
-    else:
-        result = decode(out, fmt)
-        if kinds <= {"f32", "own"} and "f32" in kinds and fmt.fits_float32:
-            result = result.astype(np.float32)
-    if scalar:
-        result = result[()]
-        flag_arr = flag_arr[()] if flags else flag_arr
-    return (result, flag_arr) if flags else result
+    return (out, flag_arr) if flags else out
 
 
 _DOC_ARGS = """
