@@ -435,3 +435,64 @@ def to_code_kernel(P, xbits, codes):
             return i
         codes[i] = c
     return -1
+
+
+# ------------------------------------------------ float64 round-to-odd path
+# For div and sqrt in deterministic modes, ``lowprec.arith`` may compute the
+# quotient or root in float64 and *round it to odd*: the float64 result q is
+# correctly rounded to nearest, and the exact residual a - q*b (a - q*q for
+# sqrt) is representable and computed without error (Dekker's product, then
+# Sterbenz's lemma for a - hi), so its sign says on which side of q the exact
+# result lies. If q is inexact and even, its odd neighbour on that side is the
+# round-to-odd result. Rounding that once to any format of p <= 51 bits, in any
+# deterministic mode, is the correctly rounded result (Boldo & Melquiond, IEEE
+# TC 2008). Used only where operands and results stay far from float64's
+# overflow and underflow thresholds (checked by the caller).
+@_jit
+def _two_product(x, y):
+    c = 134217729.0  # 2**27 + 1, Veltkamp's split
+    t = c * x
+    xh = t - (t - x)
+    xl = x - xh
+    t = c * y
+    yh = t - (t - y)
+    yl = y - yh
+    hi = x * y
+    lo = ((xh * yh - hi) + xh * yl + xl * yh) + xl * yl
+    return hi, lo
+
+
+@_jit
+def _to_odd(q, direction):
+    """q moved to its odd neighbour in ``direction`` (+1 up, -1 down) if q is even."""
+    bits = np.float64(q).view(np.int64)
+    if bits & 1 == 0:
+        away = (direction > 0) == (q > 0)  # away from zero in magnitude?
+        bits += 1 if away else -1
+    return np.int64(bits).view(np.float64)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")  # x/0 -> inf, as IEEE says
+def div_sqrt_odd_kernel(is_sqrt, a, b, out):
+    """out[i] = a[i]/b[i] (or sqrt(a[i])) rounded to odd in float64; a length-1
+    operand is broadcast."""
+    sa = 0 if a.shape[0] == 1 else 1
+    sb = 0 if b.shape[0] == 1 else 1
+    for i in range(out.shape[0]):
+        x = a[i * sa]
+        if is_sqrt:
+            q = np.sqrt(x) if x >= 0 else np.nan
+            if np.isfinite(q) and q != 0.0:
+                hi, lo = _two_product(q, q)
+                r = (x - hi) - lo
+                if r != 0.0:
+                    q = _to_odd(q, 1.0 if r > 0 else -1.0)
+        else:
+            y = b[i * sb]
+            q = x / y
+            if np.isfinite(q) and q != 0.0:
+                hi, lo = _two_product(q, y)
+                r = (x - hi) - lo
+                if r != 0.0:
+                    q = _to_odd(q, 1.0 if (r > 0) == (y > 0) else -1.0)
+        out[i] = q

@@ -122,7 +122,7 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     scalar = all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands)
     converted = [_operand_codes(x, fmt, names[i], codes) for i, x in enumerate(operands)]
     shape = np.broadcast_shapes(*(c.shape for c, _ in converted))
-    if not (codes or flags) and _float64_is_exact(op, fmt):
+    if not (codes or flags) and _float64_is_exact(op, fmt, mode):
         out = _via_float64(op, operands, fmt, mode, saturate, subnormals, gen)
     else:
         out = _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, gen,
@@ -147,13 +147,16 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     return (result, flag_arr) if flags else result
 
 
-def _float64_is_exact(op: int, fmt: FloatFormat) -> bool:
+def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
     """Whether float64 holds the exact result of ``op`` on any two values of fmt.
 
     A sum of two values is a multiple of the smallest subnormal 2**s below
     2**(emax + 2): it needs emax + 2 - s <= 53 bits (fp16: 41, every 8/6/4-bit
     format; not bf16, tf32, fp32). A product of two p-bit significands has
     <= 2p <= 48 bits, and its exponent stays in float64's normal range.
+    Quotients and roots are not exact in float64, but rounded to odd there
+    (``_arith.div_sqrt_odd_kernel``) they round like the exact value in every
+    deterministic mode.
     """
     if not (fmt.signed and fmt.has_subnormals):
         return False
@@ -162,6 +165,9 @@ def _float64_is_exact(op: int, fmt: FloatFormat) -> bool:
         return fmt.emax + 2 - s <= 53
     if op == _arith.MUL:
         return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
+    if op in (_arith.DIV, _arith.SQRT):  # round-to-odd in float64, deterministic modes
+        return mode != "stochastic" and fmt.mantissa_bits <= 50 and (
+            s - (fmt.emax + 1) >= -900 and (fmt.emax + 1) - s <= 900)
     return False
 
 
@@ -170,6 +176,14 @@ def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarr
     and rounded once by the engine (``encode``, its fast path). IEEE float64
     arithmetic gives the right infinities, NaNs and signs of zero -- except that
     an exact zero sum is -0 when rounding down (unless both terms are +0)."""
+    if op in (_arith.DIV, _arith.SQRT):
+        xs = [np.asarray(v, dtype=np.float64) for v in operands]
+        shape = np.broadcast_shapes(*(v.shape for v in xs))
+        flat = [v.reshape(1) if v.size == 1 else
+                np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in xs]
+        r = np.empty(shape, dtype=np.float64)
+        _arith.div_sqrt_odd_kernel(op == _arith.SQRT, flat[0], flat[-1], r.reshape(-1))
+        return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals))
     x, y = (np.asarray(v, dtype=np.float64) for v in operands)
     with np.errstate(all="ignore"):
         if op == _arith.MUL:
