@@ -496,3 +496,28 @@ def div_sqrt_odd_kernel(is_sqrt, a, b, out):
                 if r != 0.0:
                     q = _to_odd(q, 1.0 if (r > 0) == (y > 0) else -1.0)
         out[i] = q
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def fma_odd_kernel(a, b, c, rdown, out):
+    """out[i] = a[i]*b[i] + c[i] rounded to odd in float64 (length-1 operands
+    broadcast). The product of two p <= 24-bit values is exact in float64; the
+    sum is rounded to odd with TwoSum's exact error (see _to_odd): one rounding
+    of it into the format is the correctly rounded fma. Exact zeros take IEEE's
+    signs: float64 gives them for round-to-nearest; ``rdown`` makes an exact
+    zero sum -0 unless both terms are +0."""
+    sa = 0 if a.shape[0] == 1 else 1
+    sb = 0 if b.shape[0] == 1 else 1
+    sc = 0 if c.shape[0] == 1 else 1
+    for i in range(out.shape[0]):
+        p = a[i * sa] * b[i * sb]
+        z = c[i * sc]
+        s = p + z
+        if np.isfinite(s):
+            bb = s - p
+            err = (p - (s - bb)) + (z - bb)
+            if err != 0.0:
+                s = _to_odd(s, 1.0 if err > 0 else -1.0)
+            elif s == 0.0 and rdown and (np.signbit(p) or np.signbit(z)):
+                s = -0.0
+        out[i] = s

@@ -165,9 +165,9 @@ def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
         return fmt.emax + 2 - s <= 53
     if op == _arith.MUL:
         return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
-    if op in (_arith.DIV, _arith.SQRT):  # round-to-odd in float64, deterministic modes
-        return mode != "stochastic" and fmt.mantissa_bits <= 50 and (
-            s - (fmt.emax + 1) >= -900 and (fmt.emax + 1) - s <= 900)
+    if op in (_arith.DIV, _arith.SQRT, _arith.FMA):  # round to odd in float64
+        return mode != "stochastic" and fmt.mantissa_bits <= 23 and (
+            2 * s >= -900 and 2 * (fmt.emax + 1) <= 900)
     return False
 
 
@@ -176,13 +176,16 @@ def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarr
     and rounded once by the engine (``encode``, its fast path). IEEE float64
     arithmetic gives the right infinities, NaNs and signs of zero -- except that
     an exact zero sum is -0 when rounding down (unless both terms are +0)."""
-    if op in (_arith.DIV, _arith.SQRT):
+    if op in (_arith.DIV, _arith.SQRT, _arith.FMA):
         xs = [np.asarray(v, dtype=np.float64) for v in operands]
         shape = np.broadcast_shapes(*(v.shape for v in xs))
         flat = [v.reshape(1) if v.size == 1 else
                 np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in xs]
         r = np.empty(shape, dtype=np.float64)
-        _arith.div_sqrt_odd_kernel(op == _arith.SQRT, flat[0], flat[-1], r.reshape(-1))
+        if op == _arith.FMA:
+            _arith.fma_odd_kernel(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
+        else:
+            _arith.div_sqrt_odd_kernel(op == _arith.SQRT, flat[0], flat[-1], r.reshape(-1))
         return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals))
     x, y = (np.asarray(v, dtype=np.float64) for v in operands)
     with np.errstate(all="ignore"):

@@ -225,7 +225,7 @@ def test_stochastic_results_do_not_depend_on_threads(monkeypatch):
     assert not np.array_equal(one, lp.mul(a, a, "bf16", "stochastic", rng=6))
 
 
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "sqrt"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "sqrt", "fma"])
 def test_float64_path_equals_integer_kernel(op):
     """add/sub/mul without flags compute in float64 where that is exact (fp16 here),
     div/sqrt round to odd in float64, and the engine's fast path rounds once;
@@ -235,7 +235,8 @@ def test_float64_path_equals_integer_kernel(op):
     a = rng.integers(0, 1 << 16, 300_000, dtype=np.uint64).astype(np.uint16).view(np.float16)
     b = rng.integers(0, 1 << 16, 300_000, dtype=np.uint64).astype(np.uint16).view(np.float16)
     fn = getattr(lp, op)
-    args = (a,) if op == "sqrt" else (a, b)
+    c = rng.integers(0, 1 << 16, 300_000, dtype=np.uint64).astype(np.uint16).view(np.float16)
+    args = {"sqrt": (a,), "fma": (a, b, c)}.get(op, (a, b))
     for mode in lp.MODES:
         seed = 3 if mode == "stochastic" else None
         with np.errstate(all="ignore"):
