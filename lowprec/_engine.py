@@ -551,3 +551,76 @@ def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, co
                 code |= signbit_out
             codes[i] = code
     return -1, 0
+
+
+# -------------------------------------------------------- stochastic words
+# Stochastic rounding needs one uniform 64-bit word per element. Drawing them
+# from numpy in the main thread (random_raw, ~3 ns a word) was the bottleneck,
+# so the words are made inside the kernels, in parallel, from a counter-based
+# generator: the input is cut into blocks of SR_BLOCK elements, block k gets
+# one 64-bit seed s_k drawn from the user's numpy Generator (in order), and
+# element j of the block gets
+#
+#     word(s_k, j) = mix64(s_k + (j + 1) * GOLDEN)
+#
+# which is exactly the j-th output of SplitMix64 started from state s_k
+# (G. Steele, D. Lea, C. Flood, "Fast splittable pseudorandom number
+# generators", OOPSLA 2014; the mixer is D. Stafford's "Mix13" variant, as in
+# Java's SplittableRandom and S. Vigna's splitmix64.c). mix64 is a bijection of
+# 64-bit words, SplitMix64 passes TestU01's BigCrush, and the result depends on
+# the seed and the element index only, never on the number of threads.
+SR_BLOCK = 4096
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@_jit
+def sr_word(seed, j):
+    """The ``j``-th stochastic-rounding word of a block seeded with ``seed``."""
+    z = np.uint64(seed) + np.uint64(j + 1) * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@_kernel
+def sr_fill(seed, words, n):
+    """words[j] = sr_word(seed, j) for j < n."""
+    for j in range(n):
+        words[j] = sr_word(seed, j)
+
+
+@_kernel
+def stochastic_kernel(kind, P, xbits, is64, saturate, ftz, seeds, out_bits, out_vals, codes,
+                      flags, want_flags):
+    """Stochastic rounding of ``xbits`` (which starts on a block boundary) with
+    the words of ``seeds`` (one per SR_BLOCK elements), a block at a time.
+
+    ``kind`` picks the kernel that rounds each block: 0 fast_kernel to values,
+    1 fast_kernel to codes, 2 encode_kernel, 3 round_kernel (into out_vals).
+    Arrays a kind does not use may be empty. Returns like the other kernels.
+    """
+    n = xbits.shape[0]
+    words = np.empty(SR_BLOCK, np.uint64)
+    for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
+        a = k * SR_BLOCK
+        b = min(a + SR_BLOCK, n)
+        sr_fill(seeds[k], words, b - a)
+        w = words[:b - a]
+        if kind == 0:
+            bad, st = fast_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                  out_bits[a:b], out_vals[a:b], codes[:0], 0)
+        elif kind == 1:
+            bad, st = fast_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                  out_bits[:0], out_vals[:0], codes[a:b], 1)
+        elif kind == 2:
+            bad, st = encode_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                    codes[a:b], flags[a:b] if want_flags else flags,
+                                    want_flags)
+        else:
+            bad, st = round_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                   out_vals[a:b])
+        if bad >= 0:
+            return a + bad, st
+    return -1, 0
