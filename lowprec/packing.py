@@ -46,7 +46,7 @@ import numpy as np
 
 from .formats import FloatFormat, get_format
 
-__all__ = ["pack", "unpack", "packed_size"]
+__all__ = ["pack", "packed_size", "unpack"]
 
 
 def packed_size(count: int, fmt: FloatFormat | str) -> int:
