@@ -624,3 +624,155 @@ def stochastic_kernel(kind, P, xbits, is64, saturate, ftz, seeds, out_bits, out_
         if bad >= 0:
             return a + bad, st
     return -1, 0
+
+
+# ------------------------------------------------- vectorised float32 path
+# ``vec32_kernel`` is fast_kernel again, for the commonest case (float32 in,
+# float32 values or codes out, a signed format with subnormals whose normal
+# range starts inside float32's), written so that LLVM can vectorise it: the
+# first pass computes every element without a branch or a call (both the
+# normal-range and the subnormal-range candidate, then a select) and only
+# counts the elements it cannot finish (inf, NaN, overflow, stochastic
+# rounding far below the smallest subnormal); a second pass, run only when
+# that count is non-zero, redoes those through convert_one. Stochastic words
+# are made in the loop (sr_word), a block of SR_BLOCK elements per seed.
+@njit(cache=True, nogil=True, inline="always")
+def _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch):
+    """(magnitude bits of the float32 result, code magnitude, needs generic path).
+
+    One rounding for both ranges: the 24-bit significand ``sig`` of the input
+    is rounded at the format's quantum, ``sh`` bits up (``23 - m`` in the
+    normal range, more below it), giving ``r`` quanta; the code magnitude is
+    then ``(binade above emin) << m + r`` in either range, since a carry out
+    of ``r`` steps the exponent field by itself.
+    """
+    m = P[P_M]
+    a = b & 0x7FFFFFFF
+    ef = a >> 23
+    s = b >> 31
+    sig = (a & 0x7FFFFF) | (np.int64(ef != 0) << 23)
+    sh = 23 - m + max(emin_b - max(ef, 1), 0)
+    # Shifts beyond 62 drop every bit of a 24-bit significand alike, except
+    # for stochastic rounding, which the generic path then does exactly.
+    shc = min(sh, 62)
+    r = _round_bits(sig, shc, s, mode, w) >> shc
+    code = (max(ef - emin_b, 0) << m) + r
+    # float32 bits of the value of code: normal codes are the float32 bits
+    # shifted; subnormal ones are float32 subnormals too when emin_b == 1 (bf16),
+    # else float32(r) is exact and its exponent field moves by emin - m (no
+    # float arithmetic on subnormals, slow on x86).
+    bits = (code + ((emin_b - 1) << m)) << (23 - m)
+    if sub_shift < 0 and code < (1 << m):
+        bits = np.int64(np.float32(r).view(np.int32)) + ((P[P_EMIN] - m) << 23)
+        bits = bits if r != 0 else np.int64(0)
+    generic = (a >= 0x7F800000) | (code > P[P_MAXMAG]) | (stoch & (sh > 62))
+    return bits, code, generic
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _vec32_run(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
+    """The body of the vec32 kernels; ``mode`` is a constant in each of them,
+    so that the compiled loop holds only that mode's rounding."""
+    emin_b = P[P_EMIN] + 127
+    # >= 0: subnormal codes shift into float32 (subnormal) bits like normal ones.
+    sub_shift = 23 - P[P_M] if emin_b == 1 else -1
+    signbit_out = P[P_SIGNBIT]
+    no_negzero = P[P_NAN] == NAN_NEGZERO
+    stoch = mode == STOCHASTIC
+    n = xbits.shape[0]
+    nblocks = (n + SR_BLOCK - 1) // SR_BLOCK
+    todo = 0
+    # Pass 1, vectorised: every element, counting those left to pass 2. (Loops
+    # run over block slices from 0, so that LLVM sees plain unit-stride access.)
+    for k in range(nblocks):
+        lo = k * SR_BLOCK
+        hi = min(lo + SR_BLOCK, n)
+        seed = seeds[k] if stoch else np.uint64(0)
+        xs = xbits[lo:hi]
+        if want_codes:
+            cs = codes[lo:hi]
+            for j in range(hi - lo):
+                b = np.int64(xs[j])
+                w = sr_word(seed, j) if stoch else np.uint64(0)
+                bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+                todo += generic
+                neg = (b >> 31) != 0 and not (no_negzero and code == 0)
+                cs[j] = code | (signbit_out if neg else 0)
+        else:
+            os_ = out_bits[lo:hi]
+            for j in range(hi - lo):
+                b = np.int64(xs[j])
+                w = sr_word(seed, j) if stoch else np.uint64(0)
+                bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+                todo += generic
+                neg = (b >> 31) != 0 and not (no_negzero and bits == 0)
+                os_[j] = np.int32(bits | (np.int64(-0x80000000) if neg else 0))
+    if todo == 0:
+        return -1, 0
+    # Pass 2, rare: inf, NaN, overflow and the like, through the reference.
+    for k in range(nblocks):
+        lo = k * SR_BLOCK
+        hi = min(lo + SR_BLOCK, n)
+        seed = seeds[k] if stoch else np.uint64(0)
+        for i in range(lo, hi):
+            b = np.int64(xbits[i])
+            w = sr_word(seed, i - lo) if stoch else np.uint64(0)
+            bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+            if generic:
+                c, f, st = convert_one(P, b, False, mode, saturate, False, w)
+                if st != 0:
+                    return i, st
+                if want_codes:
+                    codes[i] = c
+                else:
+                    out_bits[i] = np.float32(decode_one(P, c)).view(np.int32)
+    return -1, 0
+
+
+# One kernel per rounding mode (compiled on first use), indexed by the mode int.
+# Each takes (P, xbits, saturate, seeds, out_bits, codes, want_codes): float32
+# bits in (uint32), the float32 result's bits (int32 view) or the codes out,
+# one seed per SR_BLOCK elements for stochastic rounding; returns
+# (first invalid index or -1, status).
+@_kernel
+def _vec32_rne(P, xbits, saturate, seeds, out_bits, codes, want_codes):
+    return _vec32_run(P, xbits, RNE, saturate, seeds, out_bits, codes, want_codes)
+
+
+@_kernel
+def _vec32_rna(P, xbits, saturate, seeds, out_bits, codes, want_codes):
+    return _vec32_run(P, xbits, RNA, saturate, seeds, out_bits, codes, want_codes)
+
+
+@_kernel
+def _vec32_rtz(P, xbits, saturate, seeds, out_bits, codes, want_codes):
+    return _vec32_run(P, xbits, RTZ, saturate, seeds, out_bits, codes, want_codes)
+
+
+@_kernel
+def _vec32_rup(P, xbits, saturate, seeds, out_bits, codes, want_codes):
+    return _vec32_run(P, xbits, RUP, saturate, seeds, out_bits, codes, want_codes)
+
+
+@_kernel
+def _vec32_rdown(P, xbits, saturate, seeds, out_bits, codes, want_codes):
+    return _vec32_run(P, xbits, RDOWN, saturate, seeds, out_bits, codes, want_codes)
+
+
+@_kernel
+def _vec32_odd(P, xbits, saturate, seeds, out_bits, codes, want_codes):
+    return _vec32_run(P, xbits, ODD, saturate, seeds, out_bits, codes, want_codes)
+
+
+@_kernel
+def _vec32_stochastic(P, xbits, saturate, seeds, out_bits, codes, want_codes):
+    return _vec32_run(P, xbits, STOCHASTIC, saturate, seeds, out_bits, codes, want_codes)
+
+
+VEC32_KERNELS = (_vec32_rne, _vec32_rna, _vec32_rtz, _vec32_rup, _vec32_rdown, _vec32_odd,
+                 _vec32_stochastic)
+
+
+def vec32_kernel(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
+    """Dispatch to the kernel of ``mode`` (see VEC32_KERNELS)."""
+    return VEC32_KERNELS[mode](P, xbits, saturate, seeds, out_bits, codes, want_codes)

@@ -209,15 +209,27 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
     fast = fmt.signed and fmt.has_subnormals and (
         (fmt.fits_float32 if not is64 else fmt.emin >= -1022)
     ) and (to_codes or out.dtype == x_flat.dtype)
+    # The vectorised float32 path: float32 in, no flags, no flush to zero, and a
+    # format whose normal range starts inside float32's.
+    vec = (fast and not is64 and subnormals and not want_flags and fmt.emin >= -126
+           and (fmt.emin == -126 or fmt.smallest_subnormal_exponent >= -126))
     no_bits = np.empty(0, dtype=bits.dtype)
     no_vals = np.empty(0, dtype=x_flat.dtype)
     no_codes = np.empty(0, dtype=fmt.code_dtype)
+    no_i32 = np.empty(0, dtype=np.int32)
     n = bits.shape[0]
 
     def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
         """Convert elements start..stop (a compiled kernel; releases the GIL)."""
         xb = bits[start:stop]
         ftz = not subnormals
+        if vec:
+            seeds_or_none = seeds if stochastic else no_rnd
+            if to_codes:
+                return _engine.vec32_kernel(P, xb, m, saturate, seeds_or_none, no_i32,
+                                            out_flat[start:stop], 1)
+            return _engine.vec32_kernel(P, xb, m, saturate, seeds_or_none,
+                                        out_flat[start:stop].view(np.int32), no_codes, 0)
         if stochastic:
             o = out_flat[start:stop]
             if fast and not want_flags:
