@@ -205,8 +205,12 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
     bits = x_flat.view(np.uint64 if is64 else np.uint32)
     no_rnd = np.empty(0, dtype=np.uint64)
     # The fast path needs the output to be of the input's type and a signed
-    # format with subnormals whose values fit that type.
-    fast = fmt.signed and fmt.has_subnormals and (
+    # format with subnormals whose values fit that type. Formats without
+    # mantissa bits are left to the reference: fast_kernel takes the parity for
+    # ties-to-even from the input's bits, which for m = 0 is the exponent's
+    # last bit, not the significand's (always 1: ties go up, as in ml_dtypes'
+    # e8m0).
+    fast = fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and (
         (fmt.fits_float32 if not is64 else fmt.emin >= -1022)
     ) and (to_codes or out.dtype == x_flat.dtype)
     # The vectorised float32 path: float32 in, no flags, no flush to zero, and a

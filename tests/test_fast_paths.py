@@ -118,3 +118,17 @@ def test_stochastic_frequencies_match_distances():
     assert set(np.unique(r)) == {np.float32(lo), np.float32(hi)}
     freq = np.mean(r == np.float32(hi))
     assert abs(freq - p) < 6 * np.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize("is64", [False, True])
+def test_formats_without_mantissa_bits_round_ties_up(is64):
+    # With m = 0 every significand is 1 (odd), so a tie goes to the larger
+    # power of two, as ml_dtypes does for e8m0 (3 -> 4, 6 -> 8, 1.5 -> 2).
+    from lowprec.formats import custom_format
+
+    dt = np.float64 if is64 else np.float32
+    x = np.array([3.0, 6.0, 12.0, 0.75, -3.0, 1.5, 2.9], dt)
+    for f in (custom_format(4, 0), custom_format(3, 0, has_inf=False, nan="none")):
+        ref, _ = lp.encode(x, f, flags=True)
+        np.testing.assert_array_equal(lp.encode(x, f), ref)
+        np.testing.assert_array_equal(lp.round_to(x, f), [4, 8, 16, 1, -4, 2, 2])
