@@ -670,9 +670,10 @@ def _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _vec32_run(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
-    """The body of the vec32 kernels; ``mode`` is a constant in each of them,
-    so that the compiled loop holds only that mode's rounding."""
+def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
+    """Pass 1 of vec32_kernel, for one constant ``mode``: every element,
+    without branches or calls, so that LLVM vectorises the loops. Counts, per
+    block, the elements left to :func:`vec32_fixup` in ``todo``."""
     emin_b = P[P_EMIN] + 127
     # >= 0: subnormal codes shift into float32 (subnormal) bits like normal ones.
     sub_shift = 23 - P[P_M] if emin_b == 1 else -1
@@ -680,22 +681,21 @@ def _vec32_run(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
     no_negzero = P[P_NAN] == NAN_NEGZERO
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
-    nblocks = (n + SR_BLOCK - 1) // SR_BLOCK
-    todo = 0
-    # Pass 1, vectorised: every element, counting those left to pass 2. (Loops
-    # run over block slices from 0, so that LLVM sees plain unit-stride access.)
-    for k in range(nblocks):
+    total = 0
+    # Loops run over block slices from 0, so that LLVM sees unit-stride access.
+    for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
         lo = k * SR_BLOCK
         hi = min(lo + SR_BLOCK, n)
         seed = seeds[k] if stoch else np.uint64(0)
         xs = xbits[lo:hi]
+        count = 0
         if want_codes:
             cs = codes[lo:hi]
             for j in range(hi - lo):
                 b = np.int64(xs[j])
                 w = sr_word(seed, j) if stoch else np.uint64(0)
                 bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
-                todo += generic
+                count += generic
                 neg = (b >> 31) != 0 and not (no_negzero and code == 0)
                 cs[j] = code | (signbit_out if neg else 0)
         else:
@@ -704,17 +704,29 @@ def _vec32_run(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
                 b = np.int64(xs[j])
                 w = sr_word(seed, j) if stoch else np.uint64(0)
                 bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
-                todo += generic
+                count += generic
                 neg = (b >> 31) != 0 and not (no_negzero and bits == 0)
                 os_[j] = np.int32(bits | (np.int64(-0x80000000) if neg else 0))
-    if todo == 0:
-        return -1, 0
-    # Pass 2, rare: inf, NaN, overflow and the like, through the reference.
-    for k in range(nblocks):
+        todo[k] = count
+        total += count
+    return total
+
+
+@_kernel
+def vec32_fixup(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes, todo):
+    """Pass 2 of vec32_kernel: the elements pass 1 left (inf, NaN, overflow,
+    stochastic rounding far below the smallest subnormal), in the blocks that
+    have some, through convert_one. Returns (first invalid index or -1, status)."""
+    emin_b = P[P_EMIN] + 127
+    sub_shift = 23 - P[P_M] if emin_b == 1 else -1
+    stoch = mode == STOCHASTIC
+    n = xbits.shape[0]
+    for k in range(todo.shape[0]):
+        if todo[k] == 0:
+            continue
         lo = k * SR_BLOCK
-        hi = min(lo + SR_BLOCK, n)
         seed = seeds[k] if stoch else np.uint64(0)
-        for i in range(lo, hi):
+        for i in range(lo, min(lo + SR_BLOCK, n)):
             b = np.int64(xbits[i])
             w = sr_word(seed, i - lo) if stoch else np.uint64(0)
             bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
@@ -729,44 +741,41 @@ def _vec32_run(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
     return -1, 0
 
 
-# One kernel per rounding mode (compiled on first use), indexed by the mode int.
-# Each takes (P, xbits, saturate, seeds, out_bits, codes, want_codes): float32
-# bits in (uint32), the float32 result's bits (int32 view) or the codes out,
-# one seed per SR_BLOCK elements for stochastic rounding; returns
-# (first invalid index or -1, status).
+# Pass 1 kernels, one per rounding mode (compiled on first use), indexed by the
+# mode int. Each takes (P, xbits, seeds, out_bits, codes, want_codes, todo).
 @_kernel
-def _vec32_rne(P, xbits, saturate, seeds, out_bits, codes, want_codes):
-    return _vec32_run(P, xbits, RNE, saturate, seeds, out_bits, codes, want_codes)
+def _vec32_rne(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RNE, seeds, out_bits, codes, want_codes, todo)
 
 
 @_kernel
-def _vec32_rna(P, xbits, saturate, seeds, out_bits, codes, want_codes):
-    return _vec32_run(P, xbits, RNA, saturate, seeds, out_bits, codes, want_codes)
+def _vec32_rna(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RNA, seeds, out_bits, codes, want_codes, todo)
 
 
 @_kernel
-def _vec32_rtz(P, xbits, saturate, seeds, out_bits, codes, want_codes):
-    return _vec32_run(P, xbits, RTZ, saturate, seeds, out_bits, codes, want_codes)
+def _vec32_rtz(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RTZ, seeds, out_bits, codes, want_codes, todo)
 
 
 @_kernel
-def _vec32_rup(P, xbits, saturate, seeds, out_bits, codes, want_codes):
-    return _vec32_run(P, xbits, RUP, saturate, seeds, out_bits, codes, want_codes)
+def _vec32_rup(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RUP, seeds, out_bits, codes, want_codes, todo)
 
 
 @_kernel
-def _vec32_rdown(P, xbits, saturate, seeds, out_bits, codes, want_codes):
-    return _vec32_run(P, xbits, RDOWN, saturate, seeds, out_bits, codes, want_codes)
+def _vec32_rdown(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RDOWN, seeds, out_bits, codes, want_codes, todo)
 
 
 @_kernel
-def _vec32_odd(P, xbits, saturate, seeds, out_bits, codes, want_codes):
-    return _vec32_run(P, xbits, ODD, saturate, seeds, out_bits, codes, want_codes)
+def _vec32_odd(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, ODD, seeds, out_bits, codes, want_codes, todo)
 
 
 @_kernel
-def _vec32_stochastic(P, xbits, saturate, seeds, out_bits, codes, want_codes):
-    return _vec32_run(P, xbits, STOCHASTIC, saturate, seeds, out_bits, codes, want_codes)
+def _vec32_stochastic(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, STOCHASTIC, seeds, out_bits, codes, want_codes, todo)
 
 
 VEC32_KERNELS = (_vec32_rne, _vec32_rna, _vec32_rtz, _vec32_rup, _vec32_rdown, _vec32_odd,
@@ -774,5 +783,11 @@ VEC32_KERNELS = (_vec32_rne, _vec32_rna, _vec32_rtz, _vec32_rup, _vec32_rdown, _
 
 
 def vec32_kernel(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
-    """Dispatch to the kernel of ``mode`` (see VEC32_KERNELS)."""
-    return VEC32_KERNELS[mode](P, xbits, saturate, seeds, out_bits, codes, want_codes)
+    """Round float32 bits ``xbits`` (uint32) into ``out_bits`` (the int32 view
+    of a float32 result) or ``codes``, the same as fast_kernel; ``seeds``: one
+    per SR_BLOCK elements (stochastic only). Returns (first invalid index or
+    -1, status). Both passes release the GIL."""
+    todo = np.empty((xbits.shape[0] + SR_BLOCK - 1) // SR_BLOCK, np.int64)
+    if VEC32_KERNELS[mode](P, xbits, seeds, out_bits, codes, want_codes, todo) == 0:
+        return -1, 0
+    return vec32_fixup(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes, todo)
