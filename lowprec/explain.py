@@ -108,8 +108,8 @@ class Explanation:
                 add("  error        overflow: beyond the largest finite value "
                     f"{_show(f.max)}")
         else:
-            add(f"  error        {float(self.abs_error):+.6g} absolute, "
-                + (f"{float(self.rel_error):+.6g} relative, " if self.rel_error is not None
+            add(f"  error        {float(self.abs_error):+.8g} absolute, "
+                + (f"{float(self.rel_error):+.8g} relative, " if self.rel_error is not None
                    else "")
                 + f"{float(self.ulp_error):+.4g} ulp (ulp = {_show(float(self.ulp))})")
         add(f"  flags        {', '.join(self.flags) if self.flags else 'none'}")
