@@ -10,9 +10,14 @@ with ``sig`` an unsigned integer, and its output is the format's code plus
 TestFloat-style exception flags. Conversions feed it the significand of a
 float32/float64; arithmetic (``lowprec.arith``) feeds it exact integer results.
 
-The kernels are plain scalar Python compiled by numba. Format parameters
-travel as a tuple of ints (see :func:`format_params`), so one compiled kernel
-serves every format; the rounding mode is an int (see :data:`MODES`).
+The kernels are plain scalar Python compiled by numba. Two fast paths sit on
+top of the reference kernels and are tested equal to them: ``fast_kernel``
+(scalar, float32/float64 bits in) and ``vec32_kernel`` (float32 in, written
+branch-free so that LLVM vectorises it); stochastic rounding makes its random
+words in the kernels from one seed per block (``sr_word``, SplitMix64).
+Format parameters travel as a tuple of ints (see :func:`format_params`), so one
+compiled kernel serves every format; the rounding mode is an int (see
+:data:`MODES`).
 
 Rounding, in one picture. ``shift`` low bits of ``sig`` fall below the
 format's quantum ``2**qe`` at this exponent::

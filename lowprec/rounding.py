@@ -53,7 +53,7 @@ _MODE_ALIASES = {
     "ru": "rup", "up": "rup", "rd": "rdown", "down": "rdown",
     "sr": "stochastic", "round_to_odd": "odd",
 }
-_CHUNK = 1 << 20  # elements per chunk (random words are drawn a chunk at a time)
+_CHUNK = 1 << 20  # elements per chunk (a multiple of _engine.SR_BLOCK)
 
 
 def check_mode(mode: str) -> str:
@@ -110,8 +110,9 @@ def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
 
 
 def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
-    """n uniform 64-bit words: the raw output of the Generator's bit generator
-    (PCG64, SFC64, Philox, MT19937 all give full 64-bit words)."""
+    """n uniform 64-bit words (stochastic rounding's block seeds): the raw output
+    of the Generator's bit generator (PCG64, SFC64, Philox, MT19937 all give full
+    64-bit words)."""
     return rng.bit_generator.random_raw(n)
 
 
@@ -271,8 +272,7 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
     block = _engine.SR_BLOCK
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
-        seeds = (_random_words(gen, -(-(stop - start) // block)) if stochastic
-                 else no_rnd)
+        seeds = _random_words(gen, -(-(stop - start) // block)) if stochastic else no_rnd
         for bad, status in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
                 _raise_status(x_flat, bad, status, fmt)
