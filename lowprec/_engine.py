@@ -675,6 +675,19 @@ def _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _vec32_full_one(P, b, mode, w):
+    """_vec32_one for formats with float32's exponent range (emin == -126: bf16,
+    tf32): the float32 bits themselves round at bit 23 - m, float32 subnormals
+    included (their quantum 2**-149 * 2**(23 - m) is the format's), and the
+    code is the top bits of the result."""
+    sh = 23 - P[P_M]
+    a = b & 0x7FFFFFFF
+    a2 = _round_bits(a, sh, b >> 31, mode, w)
+    code = a2 >> sh
+    return a2, code, (a >= 0x7F800000) | (code > P[P_MAXMAG])
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
     """Pass 1 of vec32_kernel, for one constant ``mode``: every element,
     without branches or calls, so that LLVM vectorises the loops. Counts, per
@@ -684,6 +697,8 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
     sub_shift = 23 - P[P_M] if emin_b == 1 else -1
     signbit_out = P[P_SIGNBIT]
     no_negzero = P[P_NAN] == NAN_NEGZERO
+    # Formats with float32's exponent range (bf16, tf32) have a simpler loop.
+    full = emin_b == 1 and not no_negzero
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
     total = 0
@@ -696,22 +711,38 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
         count = 0
         if want_codes:
             cs = codes[lo:hi]
-            for j in range(hi - lo):
-                b = np.int64(xs[j])
-                w = sr_word(seed, j) if stoch else np.uint64(0)
-                bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
-                count += generic
-                neg = (b >> 31) != 0 and not (no_negzero and code == 0)
-                cs[j] = code | (signbit_out if neg else 0)
+            if full:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_full_one(P, b, mode, w)
+                    count += generic
+                    cs[j] = code | (signbit_out if (b >> 31) != 0 else 0)
+            else:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+                    count += generic
+                    neg = (b >> 31) != 0 and not (no_negzero and code == 0)
+                    cs[j] = code | (signbit_out if neg else 0)
         else:
             os_ = out_bits[lo:hi]
-            for j in range(hi - lo):
-                b = np.int64(xs[j])
-                w = sr_word(seed, j) if stoch else np.uint64(0)
-                bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
-                count += generic
-                neg = (b >> 31) != 0 and not (no_negzero and bits == 0)
-                os_[j] = np.int32(bits | (np.int64(-0x80000000) if neg else 0))
+            if full:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_full_one(P, b, mode, w)
+                    count += generic
+                    os_[j] = np.int32(bits | (b & np.int64(-0x80000000)))
+            else:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+                    count += generic
+                    neg = (b >> 31) != 0 and not (no_negzero and bits == 0)
+                    os_[j] = np.int32(bits | (np.int64(-0x80000000) if neg else 0))
         todo[k] = count
         total += count
     return total
