@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     others = {}
     for fmt in args.formats:
         ref = reference(fmt)
-        r_ref = rate(lambda: ref(x), x.size, args.repeats) if ref else float("nan")
+        r_ref = rate(lambda r=ref: r(x), x.size, args.repeats) if ref else float("nan")
         if ref is not None:
             got = lp.round_to(x, fmt)
             want = ref(x)
@@ -145,10 +145,10 @@ def main(argv: list[str] | None = None) -> None:
         rates = {}
         for mode in args.modes:
             kw = {"rng": 1} if mode == "stochastic" else {}
-            rates[mode] = rate(lambda m=mode, k=kw: lp.round_to(x, fmt, m, **k), x.size,
-                               args.repeats)
+            rates[mode] = rate(lambda f=fmt, m=mode, k=kw: lp.round_to(x, f, m, **k),
+                               x.size, args.repeats)
         mem = max(peak_memory_ratio(
-            lambda m=mode: lp.round_to(x, fmt, m, **({"rng": 1} if m == "stochastic" else {})),
+            lambda f=fmt, m=mode: lp.round_to(x, f, m, **({"rng": 1} if m == "stochastic" else {})),
             x.nbytes) for mode in ("rne", "stochastic") if mode in args.modes)
         rne = rates.get("rne", float("nan"))
         worst = min((v for k, v in rates.items() if k != "rne"), default=rne)

@@ -229,11 +229,10 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
         xb = bits[start:stop]
         ftz = not subnormals
         if vec:
-            seeds_or_none = seeds if stochastic else no_rnd
             if to_codes:
-                return _engine.vec32_kernel(P, xb, m, saturate, seeds_or_none, no_i32,
+                return _engine.vec32_kernel(P, xb, m, saturate, seeds, no_i32,
                                             out_flat[start:stop], 1)
-            return _engine.vec32_kernel(P, xb, m, saturate, seeds_or_none,
+            return _engine.vec32_kernel(P, xb, m, saturate, seeds,
                                         out_flat[start:stop].view(np.int32), no_codes, 0)
         if stochastic:
             o = out_flat[start:stop]
