@@ -171,40 +171,66 @@ def _training_runs() -> dict:
     return runs
 
 
-def training_comparison() -> Figure:
+def _pick(runs: dict, preferred: str, summary_key: str):
+    """The run named ``preferred``, else the one with the largest ``summary[summary_key]``."""
+    if preferred in runs:
+        return runs[preferred]
+    return max(runs.values(), key=lambda r: r.summary.get(summary_key) or 0.0)
+
+
+def training_comparison(runs: dict | None = None) -> Figure:
     """Loss and accuracy of the precision presets on the underflow task (real runs)."""
-    runs = {p: r for p, r in _training_runs().items() if p in TRAINING_POLICIES}
+    if runs is None:
+        runs = {p: r for p, r in _training_runs().items() if p in TRAINING_POLICIES}
     fig = _fig(12, 4.8)
     ax1, ax2 = fig.subplots(1, 2)
+    task = next(iter(runs.values())).task
     lpp.training_curves(runs, "loss", ax=ax1, show_train=False,
-                        title="Held-out loss per precision preset (underflow task)")
+                        title=f"Held-out loss per precision preset ({task} task)")
     lpp.training_curves(runs, "acc", ax=ax2, show_train=False,
                         title="Held-out accuracy per precision preset")
     return fig
 
 
-def training_underflow() -> Figure:
+def training_underflow(runs: dict | None = None) -> Figure:
     """Inside the runs: gradients flushed to zero, updates lost, the loss-scale trace."""
-    runs = _training_runs()
+    runs = runs if runs is not None else _training_runs()
     fig = _fig(15, 4.6)
     ax1, ax2, ax3 = fig.subplots(1, 3)
-    lpp.underflow_per_layer(runs["fp16-naive"], ax=ax1)
-    lpp.lost_updates(runs["bf16-pure"], ax=ax2)
-    dyn = [k for k in runs if k.startswith("fp16-amp from")]
-    lpp.loss_scale_trace({k: runs[k] for k in ["fp16-static", "fp16-amp", *dyn]}, ax=ax3,
+    lpp.underflow_per_layer(_pick(runs, "fp16-naive", "grad_underflow_pct"), ax=ax1)
+    lpp.lost_updates(_pick(runs, "bf16-pure", "lost_update_pct"), ax=ax2)
+    scaled = {k: r for k, r in runs.items()
+              if r.policy_config.get("loss_scaling", "none") != "none"} or runs
+    lpp.loss_scale_trace(scaled, ax=ax3,
                          title="Loss scale; × = step skipped (inf/NaN gradients)")
     return fig
 
 
-def underflow_run() -> Figure:
+def underflow_run(runs: dict | None = None) -> Figure:
     """Real activation gradients of the fp32 run against fp16, with the static scale 2^12."""
-    g = lpp.gradient_samples(_training_runs()["fp32"], "act_grad")
+    runs = runs if runs is not None else _training_runs()
+    run = runs.get("fp32") or next(iter(runs.values()))
+    g = lpp.gradient_samples(run, "act_grad")
     fig = _fig(10, 4.6)
     ax = fig.add_subplot()
     lpp.underflow_histogram(g, "fp16", loss_scale=2.0**12, ax=ax, label="gradient g",
-                            title="Activation gradients of a real fp32 run against FP16, "
-                                  "unscaled and with fp16-static's S = $2^{12}$")
+                            title=f"Activation gradients of a real {run.policy} run against "
+                                  "FP16, unscaled and with S = $2^{12}$")
     return fig
+
+
+def demo_figures(runs: dict, out: str | Path) -> list[Path]:
+    """The training figures of ``lowprec demo``'s runs (policy -> RunResult), into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, build in (("training_comparison", training_comparison),
+                        ("training_underflow", training_underflow),
+                        ("underflow_run", underflow_run)):
+        path = out / f"{name}.png"
+        save(build(dict(runs)), path)
+        written.append(path)
+    return written
 
 
 def scaling_schemes() -> Figure:

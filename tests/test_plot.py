@@ -391,3 +391,16 @@ def test_readme_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(code, str(doc), "exec"), {})  # noqa: S102 -- our own documentation
     assert (tmp_path / "where_my_gradients_land.png").exists()
+
+
+def test_demo_figures_from_real_runs(tmp_path):
+    """lowprec demo hands its runs to figures.demo_figures; short real runs here."""
+    train = pytest.importorskip("lowprec.train")
+    from lowprec import figures
+
+    runs = {p: train.train(p, "underflow", steps=12, seed=0, eval_every=4)
+            for p in ("fp32", "fp16-naive", "fp16-amp", "bf16-pure")}
+    written = figures.demo_figures(runs, tmp_path)
+    assert sorted(p.name for p in written) == ["training_comparison.png",
+                                               "training_underflow.png", "underflow_run.png"]
+    assert all(p.stat().st_size > 10_000 for p in written)
