@@ -606,6 +606,17 @@ def sr_fill(seed, words, n):
 
 
 @_kernel
+def sr_expand(seeds, n):
+    """The words of elements 0..n-1 of consecutive blocks seeded by ``seeds``:
+    the same words the rounding kernels make, for code (like lowprec.arith's
+    integer kernels) that takes one word per element."""
+    words = np.empty(n, np.uint64)
+    for j in range(n):
+        words[j] = sr_word(seeds[j // SR_BLOCK], j % SR_BLOCK)
+    return words
+
+
+@_kernel
 def stochastic_kernel(kind, P, xbits, is64, saturate, ftz, seeds, out_bits, out_vals, codes,
                       flags, want_flags):
     """Stochastic rounding of ``xbits`` (which starts on a block boundary) with
