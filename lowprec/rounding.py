@@ -171,9 +171,9 @@ def _submit(run, start: int, stop: int, seeds: np.ndarray) -> list:
     SR_BLOCK (so each part starts on a stochastic-rounding block); returns the
     pending results, each ``(offset, future)`` (or ``(offset, (bad, status))``
     when run inline). ``seeds`` holds one seed per block of start..stop (or none)."""
-    nt = _threads()
     n = stop - start
-    if nt == 1 or n < 1 << 15:
+    nt = _threads() if n >= 1 << 15 else 1  # small arrays: no thread hand-off
+    if nt == 1:
         return [(start, run(start, stop, seeds))]
     global _POOL
     if _POOL is None or _POOL._max_workers != nt:  # noqa: SLF001

@@ -128,7 +128,8 @@ def test_formats_without_mantissa_bits_round_ties_up(is64):
 
     dt = np.float64 if is64 else np.float32
     x = np.array([3.0, 6.0, 12.0, 0.75, -3.0, 1.5, 2.9], dt)
-    for f in (custom_format(4, 0), custom_format(3, 0, has_inf=False, nan="none")):
+    for f in (custom_format(4, 0, has_inf=False, nan="max"),
+              custom_format(3, 0, has_inf=False, nan="none")):
         ref, _ = lp.encode(x, f, flags=True)
         np.testing.assert_array_equal(lp.encode(x, f), ref)
         np.testing.assert_array_equal(lp.round_to(x, f), [4, 8, 16, 1, -4, 2, 2])
