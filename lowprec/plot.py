@@ -99,8 +99,10 @@ REGION_LABELS: dict[str, str] = {
 }
 
 _FIGSIZE = (9.0, 4.5)
-_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-_DASHES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), "-", "--")
+# 13 markers and 6 dash patterns against 8 colours: the first 24 series all differ
+# in colour+dash and the first 104 in colour+marker.
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "h", "<", ">", "d", "p")
+_DASHES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)))
 _MAX_ENUMERATED = 1 << 16  # number_line draws every value of formats up to 16 bits
 
 
