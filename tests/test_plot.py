@@ -383,10 +383,10 @@ def test_figures_are_byte_stable(tmp_path):
 
 
 def test_readme_example_runs(tmp_path, monkeypatch):
-    """The Python example of docs/readme/plots.md runs as written."""
+    """The Python example of docs/figures.md runs as written."""
     from pathlib import Path
 
-    doc = Path(__file__).parents[1] / "docs" / "readme" / "plots.md"
+    doc = Path(__file__).parents[1] / "docs" / "figures.md"
     code = doc.read_text().split("```python\n")[1].split("```")[0]
     monkeypatch.chdir(tmp_path)
     exec(compile(code, str(doc), "exec"), {})  # noqa: S102 -- our own documentation
