@@ -46,6 +46,7 @@ __all__ = [
     "render_notebooks",
     "output_dir",
     "show",
+    "hardware_reports",
 ]
 
 SOLUTION_TAG = "solution"
@@ -375,3 +376,15 @@ def show(fig: Any, name: str) -> Path:
         print(f"[figure saved to {path}]")
         plt.close(fig)
     return path
+
+
+# ------------------------------------------------------- stored reports
+def hardware_reports() -> list[Path]:
+    """The GPU validation reports stored in the checkout (``docs/hardware/*.json``), sorted.
+
+    ``lowprec validate --gpu`` writes such a report (JSON next to Markdown); a copy from
+    real hardware is kept in the repository so that machines without a GPU can read it.
+    An empty list means none is stored in this checkout.
+    """
+    folder = Path(__file__).resolve().parent.parent / "docs" / "hardware"
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
