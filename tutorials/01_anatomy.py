@@ -34,6 +34,7 @@ import numpy as np
 
 import lowprec as lp
 from lowprec import exercises
+from lowprec import plot as lplot
 from lowprec.tutorials import show
 
 # %% [markdown]
@@ -66,13 +67,15 @@ for x in [1.0, -2.5, 0.1, 1000.0]:
 
 # %% [markdown]
 # Read the last column: 1.0, −2.5 and 1000.0 come back exactly, but 0.1 does not. 0.1 has no
-# finite binary expansion, so fp16 stores the nearest value it has. `lp.round_to` gives that
-# value directly, and `FloatFormat.exact_value` gives any code's value as an exact fraction:
+# finite binary expansion, so fp16 stores the nearest value it has. `lp.explain` tells the
+# whole story of one number: the exact input, the code and its fields, the two neighbours,
+# and the exact rounding error (in ulps, the gap between neighbours).
 
 # %%
+print(lp.explain(0.1, fp16))
 stored = float(lp.round_to(0.1, fp16))
 exact = fp16.exact_value(int(lp.encode(0.1, fp16)))
-print(f"0.1 in fp16 is {stored!r} = {exact} exactly; "
+print(f"\n0.1 in fp16 is {stored!r} = {exact} exactly; "
       f"relative error {abs(stored - 0.1) / 0.1:.2e}")
 
 # %% [markdown]
@@ -146,43 +149,30 @@ for lo, hi in [(values[1], e4m3.smallest_normal), (1.0, 2.0), (256.0, e4m3.max)]
     spacing = np.unique(np.diff(values[(values >= lo) & (values <= hi)]))
     print(f"  in [{lo:g}, {hi:g}): {inside.size} values, spaced {', '.join(f'{s:g}' for s in spacing)}")
 
-fig, axes = plt.subplots(2, 1, figsize=(9, 4.2))
-axes[0].eventplot(values, lineoffsets=0, linelengths=1, colors="tab:blue")
-axes[0].set_xlabel("value (linear axis)")
-axes[0].set_yticks([])
-axes[0].set_title("All non-negative FP8 E4M3 values: dense near 0, sparse near the max (448)")
-normal = values >= e4m3.smallest_normal
-axes[1].eventplot(values[1:][~normal[1:]], lineoffsets=0, colors="tab:orange")
-axes[1].eventplot(values[normal], lineoffsets=0, colors="tab:blue")
-axes[1].set_xscale("log", base=2)
-axes[1].set_xlabel("value (log2 axis): orange = subnormal, blue = normal")
-axes[1].set_yticks([])
+fig, axes = plt.subplots(2, 1, figsize=(10, 5.5))
+lplot.number_line(e4m3, scale="linear", ax=axes[0],
+                  title="All positive FP8 E4M3 values: dense near 0, sparse near the max (448)")
+lplot.number_line(e4m3, scale="log2", ax=axes[1],
+                  title="The same values on a log2 axis: 8 per binade, subnormals shaded")
 fig.tight_layout()
 show(fig, "01_e4m3_number_line")
 
 # %% [markdown]
 # On the linear axis almost every value crowds against zero; on the log axis each binade
-# holds the same number of values (2^m = 8 for E4M3) and the subnormals (orange) trail off
+# holds the same number of values (2^m = 8 for E4M3) and the subnormals (shaded) trail off
 # below the smallest normal number with *fixed* spacing. So the absolute gap grows with the
-# value while the relative gap stays between 2^−m and 2^−(m+1). The next plot shows the gap
-# to the next value against the value, for three formats.
+# value while the relative gap stays between 2^−m and 2^−(m+1). The next plots show the gap
+# to the next value against the value for three formats (bf16's would span 260 binades), and
+# the range and precision of all six formats side by side.
 
 # %%
-fig, ax = plt.subplots(figsize=(7, 4))
-for name, color in [("fp8_e4m3", "tab:blue"), ("fp16", "tab:orange"), ("bf16", "tab:green")]:
-    f = lp.get_format(name)
-    # every code of the format below its max, in increasing order
-    all_codes = np.arange(f.max_code_magnitude + 1, dtype=f.code_dtype)
-    v = lp.decode(all_codes, f)
-    v = v[(v >= 2.0**-26) & (v <= 2.0**12)]
-    ax.loglog(v[:-1], np.diff(v), ".", ms=2, color=color, label=f"{name} (eps = 2^-{f.mantissa_bits})",
-              base=2)
-ax.set_xlabel("value x (log2 axis)")
-ax.set_ylabel("gap to the next value (log2 axis)")
-ax.set_title("Spacing grows with the binade; subnormals keep it fixed\n"
-             "(fp16 subnormals below 2^-14, E4M3 below 2^-6)")
-ax.legend()
+fig, ax = plt.subplots(figsize=(8, 4.5))
+lplot.spacing(["fp8_e4m3", "fp8_e5m2", "fp16"], ax=ax)
 show(fig, "01_spacing")
+fig, ax = plt.subplots(figsize=(11, 4))
+lplot.format_comparison(["fp32", "fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1"],
+                        ax=ax, title="Range (binades, log2 axis) and precision")
+show(fig, "01_format_comparison")
 
 # %% [markdown]
 # ## 5. Rounding error is relative
@@ -219,6 +209,7 @@ for name in ["fp16", "bf16", "fp8_e4m3"]:
 
 # %%
 print("IEEE-style E4M3 max:", lp.get_format("fp8_e4m3_ieee").max, "  OCP E4M3 max:", e4m3.max)
+print(lp.explain(500.0, e4m3))
 big = np.array([300.0, 500.0, 1e5])
 print("x                     :", big)
 print("E4M3                  :", lp.round_to(big, "fp8_e4m3"))
