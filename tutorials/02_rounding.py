@@ -167,18 +167,18 @@ ax.set_title("Stochastic rounding: down 3/4 of the time, up 1/4 (dotted lines)")
 show(fig, "02_stochastic_shares")
 
 # %% [markdown]
-# ### Stagnation: adding something small, 10,000 times
+# ### Stagnation: adding something small, 5,000 times
 #
 # Now the effect that makes SR matter for training. Start at 1.0 in fp16 and add the fp16
-# number nearest 10^−4, 10,000 times, rounding after each addition. Both operands are fp16
+# number nearest 2 × 10^−4, 5,000 times, rounding after each addition. Both operands are fp16
 # numbers, so their exact sum is a float64 and `round_to(s + inc, "fp16", mode)` is exactly
 # the fp16 addition in that mode. The increment is less than half of fp16's spacing at 1.0
 # (2^−10 ≈ 0.00098), so round-to-nearest throws it away every time.
 
 # %%
 fp16 = lp.get_format("fp16")
-inc = float(lp.round_to(1e-4, fp16))
-steps = 10_000
+inc = float(lp.round_to(2e-4, fp16))
+steps = 5_000
 trajectories = {}
 for mode in ["rne", "stochastic", "rup"]:
     rng = np.random.default_rng(3) if mode == "stochastic" else None
@@ -206,7 +206,7 @@ for (mode, path), color in zip(trajectories.items(), ["tab:blue", "tab:orange", 
 ax.set_xlabel("number of additions")
 ax.set_ylabel("running sum s")
 ax.set_ylim(0.9, 2.6)
-ax.set_title(f"Adding {inc:.3g} to 1.0 in fp16, 10,000 times")
+ax.set_title(f"Adding {inc:.3g} to 1.0 in fp16, {steps:,} times")
 ax.legend()
 show(fig, "02_stagnation")
 
