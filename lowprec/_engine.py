@@ -371,7 +371,10 @@ def convert_one(P, bits, is64, mode, saturate, ftz, rnd):
                 return 0, 0, INVALID_NAN
             if negative and P[P_SIGNBIT] == 0:
                 c = nan_code(P, False)
-            return c, 0, 0
+            # IEEE 754 (7.2): converting a signaling NaN (quiet bit, the
+            # leading fraction bit, clear) is an invalid operation.
+            signaling = (frac >> (frac_bits - 1)) == 0
+            return c, FLAG_INVALID if signaling else 0, 0
         if negative and P[P_SIGNBIT] == 0:
             return round_pack(P, True, 1, 0, False, mode, saturate, ftz, rnd)
         if P[P_HASINF] and not saturate:
@@ -502,7 +505,10 @@ def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, co
             a = b & 0x7FFFFFFF
         w = rnd[i] if use_rnd else np.uint64(0)
         ef = a >> frac_bits
-        generic = a >= exp_ones
+        # With no mantissa bits the last kept bit of the input is an exponent
+        # bit, not the significand's (which is always 1): those formats take
+        # the generic path, where ties round up and odd truncates.
+        generic = a >= exp_ones or m == 0
         code = np.int64(0)
         if not generic:
             if ef >= emin_b:

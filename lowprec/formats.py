@@ -127,6 +127,12 @@ class FloatFormat:
             )
         if self.nan == "ieee" and e < 2:
             raise ValueError(f"format {self.name!r}: IEEE specials need exponent_bits >= 2")
+        if self.nan == "ieee" and m == 0:
+            # Exponent all ones with a zero mantissa is infinity: no code is left for NaN.
+            raise ValueError(
+                f"format {self.name!r}: IEEE NaNs need mantissa_bits >= 1; with no mantissa "
+                "bits use has_inf=False with nan='max' or nan='none'"
+            )
         if self.max_code_magnitude < 0:
             raise ValueError(f"format {self.name!r} has no finite values")
         # Every value must be exactly a float64 so that lowprec can hand it back.

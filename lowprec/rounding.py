@@ -96,11 +96,21 @@ def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
             "(longdouble would be rounded twice)"
         )
     if kind in "iu":
-        if arr.size and np.abs(arr.astype(np.float64)).max() > 2.0**53:
-            raise ValueError(
-                f"{what} holds integers beyond 2**53, which float64 cannot hold exactly"
-            )
-        return arr.astype(np.float64), scalar
+        as_float = arr.astype(np.float64)
+        if arr.dtype.itemsize == 8 and arr.size:
+            # Integers of 8 bytes may not be float64s: converting would round
+            # them once before lowprec rounds them again. Refuse those.
+            top = 2.0**63 if kind == "i" else 2.0**64  # the dtype's range, as floats
+            fits = (as_float >= -top) & (as_float < top)
+            back = np.where(fits, as_float, 0).astype(arr.dtype)
+            inexact = ~fits | (back != arr)
+            if inexact.any():
+                raise ValueError(
+                    f"{what} holds integers that float64 cannot hold exactly (e.g. "
+                    f"{arr.reshape(-1)[np.argmax(inexact.reshape(-1))]}); pass them as floats "
+                    "if rounding them to float64 first is what you want"
+                )
+        return as_float, scalar
     if kind in "fVb" or kind == "f":
         return arr.astype(np.float64), scalar
     try:  # ml_dtypes and other narrow float types: exact in float64
