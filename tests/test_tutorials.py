@@ -53,8 +53,9 @@ def _missing_api(text: str) -> list[str]:
     import lowprec
 
     wanted = set(re.findall(r"^\s*from (lowprec(?:\.\w+)+) import", text, flags=re.M))
-    wanted |= {f"lowprec.{m}" for m in re.findall(r"^\s*from lowprec import (\w+)", text,
-                                                  flags=re.M)}
+    for names in re.findall(r"^\s*from lowprec import ([\w, ]+)", text, flags=re.M):
+        wanted |= {f"lowprec.{n.split(' as ')[0].strip()}" for n in names.split(",")
+                   if n.strip()}
     missing = []
     for mod in sorted(wanted):
         try:
@@ -62,7 +63,7 @@ def _missing_api(text: str) -> list[str]:
         except ImportError:
             missing.append(mod)
     for name in sorted(set(re.findall(r"\blp\.(\w+)", text))):
-        if not hasattr(lowprec, name):
+        if not hasattr(lowprec, name) and f"lowprec.{name}" not in missing:
             missing.append(f"lowprec.{name}")
     return missing
 
@@ -155,7 +156,10 @@ def test_student_version_has_no_solutions(path):
 
 def test_student_version_stops_at_the_first_exercise(tmp_path):
     written = tutorials.write_student_versions(tmp_path / "student")
-    result = _run(written[0], tmp_path)
+    runnable = [p for p in written if not _missing_api(p.read_text(encoding="utf-8"))]
+    if not runnable:
+        pytest.skip("every tutorial waits on an API not merged into this branch")
+    result = _run(runnable[0], tmp_path)
     assert result.returncode != 0
     assert "NotImplementedError: Exercise 1" in result.stderr, result.stderr[-2000:]
 
