@@ -54,7 +54,7 @@ def cmd_tutorials(args: argparse.Namespace) -> int:
             written = tutorials.write_student_versions(args.dir, args.source, force=args.force)
         else:
             written = tutorials.render_notebooks(args.dir, args.source, student=args.student,
-                                                 execute=not args.no_execute)
+                                                 execute=not args.no_execute, only=args.only)
     except (FileExistsError, FileNotFoundError, ImportError) as exc:
         print(f"lowprec: error: {exc}", file=sys.stderr)
         return 1
@@ -83,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite existing student files")
     p.add_argument("--student", action="store_true", help="render: the student version")
     p.add_argument("--no-execute", action="store_true", help="render: do not run the cells")
+    p.add_argument("--only", nargs="+", metavar="NN", help="render: only these tutorials (01 05)")
     p.set_defaults(func=cmd_tutorials)
     return parser
 

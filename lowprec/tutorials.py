@@ -311,12 +311,16 @@ def render_notebooks(
     *,
     student: bool = False,
     execute: bool = True,
+    only: list[str] | None = None,
     timeout: int = 600,
 ) -> list[Path]:
     """Convert the tutorials to ``.ipynb`` in ``dest`` (executed unless ``execute=False``).
 
     Needs the ``tutorials`` extra (jupytext; nbclient and ipykernel to execute).
     Student versions are never executed (they stop at the first exercise).
+    ``only`` selects tutorials by number or name prefix (``["01", "05"]``).
+    The kernel imports lowprec from the checkout the tutorials belong to and
+    saves its figures under ``dest/figures``.
     """
     try:
         import jupytext
@@ -324,29 +328,50 @@ def render_notebooks(
         raise ImportError(
             "rendering notebooks needs jupytext: pip install 'lowprec[tutorials]'"
         ) from None
+    paths = list_tutorials(source)
+    if only:
+        paths = [p for p in paths if any(p.name.startswith(o) for o in only)]
+        if not paths:
+            raise FileNotFoundError(f"no tutorial matches {only}")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     written = []
-    for path in list_tutorials(source):
+    for path in paths:
         text = path.read_text(encoding="utf-8")
         if student:
             text = student_version(text)
         nb = jupytext.reads(text, fmt="py:percent")
         target = dest / (path.stem + ".ipynb")
         if execute and not student:
-            from nbclient import NotebookClient
-
-            env_out = os.environ.get("LOWPREC_TUTORIAL_OUT")
-            os.environ.setdefault("LOWPREC_TUTORIAL_OUT", str(dest / "figures"))
-            try:
-                NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                               resources={"metadata": {"path": str(path.parent)}}).execute()
-            finally:
-                if env_out is None:
-                    os.environ.pop("LOWPREC_TUTORIAL_OUT", None)
+            _execute(nb, path, dest, timeout)
         jupytext.write(nb, target)
         written.append(target)
     return written
+
+
+def _execute(nb: Any, path: Path, dest: Path, timeout: int) -> None:
+    """Run a notebook in a fresh python3 kernel that sees this checkout's lowprec."""
+    try:
+        from nbclient import NotebookClient
+    except ImportError:
+        raise ImportError(
+            "executing notebooks needs nbclient and ipykernel: pip install 'lowprec[tutorials]'"
+            " (or pass --no-execute)"
+        ) from None
+    root = str(path.resolve().parent.parent)
+    saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "LOWPREC_TUTORIAL_OUT", "MPLBACKEND")}
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, saved["PYTHONPATH"]) if p)
+    os.environ["LOWPREC_TUTORIAL_OUT"] = str((dest / "figures").resolve())
+    os.environ.pop("MPLBACKEND", None)  # let the kernel use its inline backend
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 # ------------------------------------------------------------- figures
@@ -355,12 +380,12 @@ def output_dir() -> Path:
     return Path(os.environ.get("LOWPREC_TUTORIAL_OUT", "tutorial_figures"))
 
 
-def show(fig: Any, name: str) -> Path:
+def show(fig: Any, name: str) -> None:
     """Save ``fig`` as ``<output_dir>/<name>.png``, and show it where that makes sense.
 
-    In Jupyter (an inline or widget backend) the figure stays open so the
-    notebook displays it under the cell; in a script it is saved, the path is
-    printed, and the figure is closed (no window blocks the run).
+    In Jupyter (an inline or widget backend) the notebook displays the figure
+    under the cell; in a script it is saved, the path is printed, and the
+    figure is closed (no window blocks the run).
     """
     import matplotlib
     import matplotlib.pyplot as plt
@@ -375,7 +400,6 @@ def show(fig: Any, name: str) -> Path:
     else:
         print(f"[figure saved to {path}]")
         plt.close(fig)
-    return path
 
 
 # ------------------------------------------------------- stored reports
