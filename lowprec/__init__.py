@@ -5,6 +5,7 @@
 0.1015625
 """
 
+from . import mx, nvfp4, quant_error, scaling
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
 from .rounding import MODES, decode, encode, round_to
 
@@ -19,5 +20,9 @@ __all__ = [
     "encode",
     "get_format",
     "list_formats",
+    "mx",
+    "nvfp4",
+    "quant_error",
     "round_to",
+    "scaling",
 ]

@@ -1,0 +1,220 @@
+"""NVFP4: E2M1 elements, an E4M3 scale per 16 values and an FP32 per-tensor scale.
+
+A value is ``x = e * s_block * s_tensor`` with ``e`` an FP4 E2M1 element,
+``s_block`` an FP8 E4M3 (positive) block scale shared by ``block_size`` = 16
+consecutive values along ``axis`` and ``s_tensor`` one FP32 number for the
+whole tensor (NVIDIA, "Introducing NVFP4 for efficient and accurate
+low-precision inference", 2025; Blackwell block-scaled MMA).
+
+The two-level scale follows NVIDIA's recipe as Transformer Engine (2.x,
+``common/cast/nvfp4/core_nvfp4.cuh``) computes it, every step in FP32 with
+round-to-nearest-even, which this module reproduces operation by operation:
+
+1. global encode scale ``S_enc = 448 * 6 / amax(x)`` (``amax`` over the whole
+   tensor; ``min(S_enc, FLT_MAX)``; 1 if ``amax`` is 0 or ``S_enc`` is 0);
+   the stored per-tensor (decode) scale is ``s_tensor = 1 / S_enc``;
+2. block scale ``s_block = e4m3(block_amax * (S_enc * (1/6)))``, rounded to
+   nearest even and saturated at 448 (the CUDA ``satfinite`` conversion);
+3. elements ``e = e2m1(x * min(1 / (s_block * s_tensor), FLT_MAX))``,
+   saturated at 6; the product is rounded to FP32 first, as on the GPU, then
+   rounded by :func:`lowprec.encode` in the requested mode.
+
+``global_scale=`` gives ``s_tensor`` yourself (then ``S_enc = 1 / s_tensor``).
+Input is converted to float32 first (exact for float32, bf16, fp16 input).
+A block whose scale rounds to zero dequantizes to zero (its element codes are
+whatever step 3 gives, as on the GPU). Choices of lowprec (the recipe has
+none): a block holding NaN or ±inf gets the E4M3 NaN code (0x7F) as its scale
+and element codes 0, so it dequantizes to NaN; such values are left out of
+``amax(x)``.
+
+>>> import numpy as np, lowprec.nvfp4 as nvfp4
+>>> t = nvfp4.quantize(np.array([6.0, 3.0, -1.0, 0.25] * 4, dtype=np.float32))
+>>> t.dequantize()[:2].tolist()  # s_tensor = 1/(2688/6) is not exact in FP32
+[6.0000002682209015, 3.0000001341104507]
+>>> float(t.dequantize()[3]), t.bits_per_value  # 0.25 is a tie between 0 and 0.5
+(0.0, 6.5)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _blocks
+from .formats import get_format
+from .rounding import check_mode, decode, encode
+
+__all__ = ["BLOCK_SCALE", "ELEMENT", "NVFP4Tensor", "global_encode_scale", "quantize"]
+
+ELEMENT = get_format("fp4_e2m1")
+BLOCK_SCALE = get_format("fp8_e4m3")
+_F32 = np.float32
+_FLT_MAX = _F32(np.finfo(np.float32).max)
+_E4M3_NAN = 0x7F
+
+
+def global_encode_scale(amax: float) -> np.float32:
+    """``S_enc = 448 * 6 / amax`` in FP32, as Transformer Engine computes it."""
+    amax = _F32(amax)
+    with np.errstate(divide="ignore", over="ignore"):
+        s = _F32(BLOCK_SCALE.max * ELEMENT.max) / amax
+    s = min(s, _FLT_MAX)
+    if amax == 0 or s == 0 or np.isnan(s):
+        return _F32(1.0)
+    return _F32(s)
+
+
+@dataclass(frozen=True, eq=False)
+class NVFP4Tensor:
+    """An NVFP4-quantized array.
+
+    ``codes``: E2M1 codes (uint8, low 4 bits), the input's shape;
+    ``scale_codes``: E4M3 codes (uint8), the input's shape with ``axis``
+    replaced by the number of blocks; ``global_scale``: the FP32 per-tensor
+    decode scale ``s_tensor``.
+    """
+
+    codes: np.ndarray
+    scale_codes: np.ndarray
+    global_scale: np.float32
+    shape: tuple[int, ...]
+    axis: int
+    block_size: int = 16
+
+    @property
+    def scales(self) -> np.ndarray:
+        """Block scales ``s_block`` (float64; NaN marks a non-finite block)."""
+        return decode(self.scale_codes, BLOCK_SCALE)
+
+    def _broadcast(self, per_block: np.ndarray, per_element: np.ndarray) -> np.ndarray:
+        blocks = _blocks.to_blocks(per_element, self.axis, self.block_size)
+        out = blocks * np.moveaxis(per_block, self.axis, -1)[..., None]
+        return _blocks.from_blocks(out, self.axis, self.shape[self.axis])
+
+    def dequantize(self, dtype: Any = np.float64) -> np.ndarray:
+        """``e * s_block * s_tensor``, exact in float64."""
+        elems = decode(self.codes, ELEMENT)
+        with np.errstate(invalid="ignore"):
+            out = self._broadcast(self.scales * np.float64(self.global_scale), elems)
+        return np.ascontiguousarray(out, dtype=dtype)
+
+    def clip_threshold(self) -> np.ndarray:
+        """Per element, the smallest input magnitude that was clipped (saturated):
+        ``7 * s_block * s_tensor`` (7 = E2M1's max 6 plus half its last gap)."""
+        per_block = self.scales * np.float64(self.global_scale) * _blocks.overflow_threshold(
+            ELEMENT)
+        return self._broadcast(per_block, np.ones(self.shape))
+
+    @property
+    def n_blocks(self) -> int:
+        return int(self.scale_codes.size)
+
+    @property
+    def nbytes(self) -> int:
+        """4 bytes of FP32 global scale, one E4M3 byte per block, 4 bits per
+        element (padding included)."""
+        return 4 + self.n_blocks + -(-self.n_blocks * self.block_size * 4 // 8)
+
+    @property
+    def bits_per_value(self) -> float:
+        n = int(np.prod(self.shape))
+        return 8.0 * self.nbytes / n if n else float("nan")
+
+    def pack(self) -> np.ndarray:
+        """One ``uint8`` array: the FP32 global scale (4 bytes, little-endian),
+        then the E4M3 block-scale bytes and the E2M1 codes two per byte (low
+        nibble first), both in the block order of :meth:`lowprec.mx.MXTensor.pack`."""
+        head = np.array([self.global_scale], dtype="<f4").view(np.uint8)
+        scales = np.moveaxis(self.scale_codes, self.axis, -1).reshape(-1)
+        elems = _blocks.to_blocks(self.codes, self.axis, self.block_size)
+        return np.concatenate([head, scales, _blocks.pack_bits(elems, 4)])
+
+    @classmethod
+    def from_packed(cls, data: bytes | np.ndarray, shape: tuple[int, ...], axis: int = -1,
+                    block_size: int = 16) -> NVFP4Tensor:
+        """Rebuild an :class:`NVFP4Tensor` from :meth:`pack`'s bytes."""
+        shape = tuple(int(s) for s in shape)
+        if not shape:
+            raise ValueError("shape must have at least one dimension")
+        axis = _blocks.normalize_axis(axis, len(shape))
+        block_size = _blocks.check_block_size(block_size)
+        buf = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray)) \
+            else np.asarray(data)
+        moved_shape = shape[:axis] + shape[axis + 1:]
+        nb = -(-shape[axis] // block_size)
+        n_blocks = int(np.prod(moved_shape, dtype=np.int64)) * nb
+        need = 4 + n_blocks + -(-n_blocks * block_size * 4 // 8)
+        if buf.shape[0] != need:
+            raise ValueError(f"packed NVFP4 data of shape {shape} with block_size {block_size} "
+                             f"is {need} bytes, got {buf.shape[0]}")
+        gs = buf[:4].copy().view("<f4")[0]
+        scales = np.moveaxis(buf[4:4 + n_blocks].reshape(moved_shape + (nb,)), -1, axis)
+        elems = _blocks.unpack_bits(buf[4 + n_blocks:], 4, n_blocks * block_size)
+        codes = _blocks.from_blocks(elems.reshape(moved_shape + (nb, block_size)), axis,
+                                    shape[axis])
+        return cls(np.ascontiguousarray(codes), np.ascontiguousarray(scales), _F32(gs), shape,
+                   axis, block_size)
+
+    unpack = from_packed
+
+    def __repr__(self) -> str:
+        return (f"NVFP4Tensor(shape={self.shape}, axis={self.axis}, block_size="
+                f"{self.block_size}, global_scale={float(self.global_scale)!r})")
+
+
+def quantize(
+    x: Any,
+    axis: int = -1,
+    block_size: int = 16,
+    mode: str = "rne",
+    global_scale: float | None = None,
+    *,
+    rng: Any = None,
+) -> NVFP4Tensor:
+    """Quantize ``x`` to NVFP4 along ``axis`` (see the module docstring for the recipe).
+
+    ``mode``/``rng`` round the elements (any :data:`lowprec.MODES` mode;
+    Transformer Engine uses ``rne``, and ``stochastic`` for gradients).
+    ``global_scale`` is the FP32 per-tensor decode scale; by default
+    ``amax(x) / (448 * 6)`` as the recipe computes it.
+    """
+    mode = check_mode(mode)
+    block_size = _blocks.check_block_size(block_size)
+    arr = _blocks.as_working_array(x)
+    with np.errstate(over="ignore"):
+        x32 = arr.astype(np.float32, copy=False)
+    if x32.ndim == 0:
+        x32 = x32.reshape(1)
+    axis = _blocks.normalize_axis(axis, x32.ndim)
+
+    blocks = _blocks.to_blocks(x32, axis, block_size)
+    mag = np.abs(blocks)
+    finite = np.isfinite(mag)
+    bad_block = ~finite.all(axis=-1)
+    mag = np.where(finite, mag, _F32(0))
+    block_amax = mag.max(axis=-1) if mag.size else np.zeros(mag.shape[:-1], _F32)
+
+    if global_scale is None:
+        s_enc = global_encode_scale(block_amax.max() if block_amax.size else 0.0)
+        s_dec = _F32(1) / s_enc
+    else:
+        s_dec = _F32(global_scale)
+        if not (np.isfinite(s_dec) and s_dec > 0):
+            raise ValueError(f"global_scale must be a positive finite float32, got {global_scale!r}")
+        s_enc = _F32(1) / s_dec
+
+    s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
+    scale_codes = encode(np.minimum(s_dec_b, _FLT_MAX), BLOCK_SCALE, "rne", saturate=True)
+    s_block = decode(scale_codes, BLOCK_SCALE).astype(np.float32)
+    with np.errstate(divide="ignore", over="ignore"):
+        scale_rcp = np.minimum(_F32(1) / (s_block * s_dec), _FLT_MAX)
+        scaled = blocks * scale_rcp[..., None]
+    scaled = np.where(bad_block[..., None], _F32(0), scaled)
+    codes = encode(scaled, ELEMENT, mode, saturate=True, rng=rng)
+    scale_codes = np.where(bad_block, _E4M3_NAN, scale_codes).astype(np.uint8)
+
+    codes = np.ascontiguousarray(_blocks.from_blocks(codes, axis, x32.shape[axis]))
+    scale_codes = np.ascontiguousarray(np.moveaxis(scale_codes, -1, axis))
+    return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size)
