@@ -158,24 +158,18 @@ def _stub(indent: str, label: str, names: list[str]) -> list[str]:
 
 
 def _assigned_names(code: str) -> list[str]:
-    """Names bound at the top level of ``code`` (assignments, defs, imports), in order."""
+    """Names that ``code`` binds (assignments at any depth, loop targets, defs), in order."""
     try:
         tree = ast.parse(textwrap.dedent(code))
     except SyntaxError:
         return []
-    names: list[str] = []
-    for node in tree.body:
-        targets: list[ast.AST] = []
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        elif isinstance(node, (ast.For, ast.With)):
-            targets = [node.target] if isinstance(node, ast.For) else [
-                it.optional_vars for it in node.items if it.optional_vars is not None]
+    found: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            found.append((node.lineno, node.col_offset, node.id))
         elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            names.append(node.name)
-        for t in targets:
-            names.extend(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
-    return list(dict.fromkeys(names))
+            found.append((node.lineno, node.col_offset, node.name))
+    return list(dict.fromkeys(name for _, _, name in sorted(found)))
 
 
 def _solution_regions(lines: list[str]) -> list[tuple[int, int]]:
