@@ -63,6 +63,24 @@ def cmd_tutorials(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Hardware against emulator, bit for bit (emulator-side checks only without --gpu)."""
+    from . import validate
+    from .gpu import _runtime
+
+    if args.gpu:
+        reason = _runtime.unavailable_reason()
+        if reason is not None:
+            print(f"lowprec validate: --gpu needs CuPy and an NVIDIA GPU (sm_89+): {reason}",
+                  file=sys.stderr)
+            return 3
+    report = validate.run(gpu=args.gpu, quick=args.quick,
+                          log=lambda s: print(s, flush=True))
+    json_path, md_path = validate.write_report(report, args.out)
+    print(f"wrote {json_path} and {md_path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lowprec",
@@ -85,6 +103,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-execute", action="store_true", help="render: do not run the cells")
     p.add_argument("--only", nargs="+", metavar="NN", help="render: only these tutorials (01 05)")
     p.set_defaults(func=cmd_tutorials)
+    p = sub.add_parser("validate", help="check GPU kernels bit for bit against the emulator")
+    p.add_argument("--gpu", action="store_true",
+                   help="run the GPU kernels (needs CuPy and an NVIDIA GPU, sm_89+)")
+    p.add_argument("--quick", action="store_true", help="smaller samples (a minute or less)")
+    p.add_argument("--out", default="validation-report", metavar="DIR",
+                   help="directory for validation.json and validation.md")
+    p.set_defaults(func=cmd_validate)
     return parser
 
 

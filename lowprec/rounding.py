@@ -69,6 +69,17 @@ def check_mode(mode: str) -> str:
     )
 
 
+def _is_ml_dtypes_float(dtype: np.dtype) -> bool:
+    """Whether ``dtype`` is one of ml_dtypes' floating-point types (bfloat16, float8_*, ...)."""
+    import ml_dtypes
+
+    try:
+        ml_dtypes.finfo(dtype)
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return False
+    return True
+
+
 def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
     """``x`` as a float32/float64 array, never a view that we might write to.
 
@@ -77,16 +88,15 @@ def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
     scalar = np.ndim(x) == 0 and not isinstance(x, np.ndarray)
     arr = np.asarray(x)
     kind = arr.dtype.kind
-    if kind in "fi u b".replace(" ", "") and arr.dtype not in (np.longdouble,) or (
-        kind == "f"
-    ):
-        pass
     if kind == "c":
         raise TypeError(f"{what} is complex ({arr.dtype}); round the real and imaginary parts")
+    if kind == "V" and _is_ml_dtypes_float(arr.dtype):
+        with np.errstate(invalid="ignore"):  # ml_dtypes warns on casting its NaNs
+            return arr.astype(np.float64), scalar  # bfloat16, float8_*, ...: exact in float64
     if kind in "OSUVMm":
         raise TypeError(
             f"{what} has dtype {arr.dtype}; lowprec accepts real numbers "
-            "(float, int or bool arrays, Python scalars and lists of them)"
+            "(float, int or bool arrays, ml_dtypes floats, Python scalars and lists of them)"
         )
     if arr.dtype == np.float32 or arr.dtype == np.float64:
         return arr, scalar
@@ -111,12 +121,8 @@ def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
                     "if rounding them to float64 first is what you want"
                 )
         return as_float, scalar
-    if kind in "fVb" or kind == "f":
-        return arr.astype(np.float64), scalar
-    try:  # ml_dtypes and other narrow float types: exact in float64
-        return arr.astype(np.float64), scalar
-    except (TypeError, ValueError):
-        raise TypeError(f"{what} has unsupported dtype {arr.dtype}") from None
+    # float16 and bool: exact in float64.
+    return arr.astype(np.float64), scalar
 
 
 def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:

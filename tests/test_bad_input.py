@@ -148,3 +148,19 @@ def test_decode_bad_codes() -> None:
         lp.decode(np.array([16], np.uint8), "fp4")
     assert lp.decode(np.array([], np.uint8), "fp4").shape == (0,)
     assert lp.decode(7, "fp4") == 6.0
+
+
+@pytest.mark.parametrize("name", ["bfloat16", "float8_e4m3fn", "float8_e5m2", "float4_e2m1fn"])
+def test_ml_dtypes_arrays_are_accepted_exactly(name):
+    import ml_dtypes
+
+    dt = np.dtype(getattr(ml_dtypes, name))
+    codes = np.arange(1 << (8 if dt.itemsize == 1 else 16), dtype=np.uint8 if dt.itemsize == 1 else np.uint16)
+    if name == "float4_e2m1fn":
+        codes = codes[:16]
+    values = codes.view(dt) if name != "float4_e2m1fn" else codes.astype(np.uint8).view(dt)
+    with np.errstate(invalid="ignore"):
+        expected = values.astype(np.float64)
+    got = lp.round_to(values, "fp32")
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, expected)  # NaNs compare equal here
