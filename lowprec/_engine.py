@@ -156,8 +156,11 @@ def round_pack(P, negative, sig, lsb_exp, sticky, mode, saturate, ftz, rnd):
 
     ``sig`` is a non-zero unsigned int64 (< 2**62); ``sticky`` says the exact
     value is a little larger in magnitude than ``sig * 2**lsb_exp`` (by less
-    than one unit in its last place). ``rnd`` is a uniform 64-bit word, used
-    only by stochastic rounding.
+    than one unit in its last place, and, where the format is finer than that
+    unit, by less than half the format's quantum: the sticky bit is treated as
+    lying below every kept and round bit, so callers keep at least p + 2 bits
+    in ``sig`` when it is set). ``rnd`` is a uniform 64-bit word, used only by
+    stochastic rounding.
 
     Returns ``(code, flags, status)``; ``status`` is non-zero (and ``code``
     meaningless) when the value has no code in this format.

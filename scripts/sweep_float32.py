@@ -51,8 +51,8 @@ def sweep(name: str, n_patterns: int, chunk: int, generic: bool) -> dict:
     fmt = lp.get_format(name)
     dt = reference_dtype(fmt)
     stride = TOTAL // n_patterns
-    stats = dict(checked=0, mismatches=0, explained=0, fast_vs_generic=0, skipped_nan=0,
-                 first=None)
+    stats = {"checked": 0, "mismatches": 0, "explained": 0, "fast_vs_generic": 0,
+             "skipped_nan": 0, "first": None}
     t0 = time.perf_counter()
     for start in range(0, n_patterns, chunk):
         bits = patterns(start, min(chunk, n_patterns - start), stride)

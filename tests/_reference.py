@@ -35,7 +35,7 @@ from __future__ import annotations
 import bisect
 import math
 from fractions import Fraction
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -76,7 +76,8 @@ def values_of(fmt, codes: np.ndarray) -> np.ndarray:
     e_bits, m_bits = fmt.exponent_bits, fmt.mantissa_bits
     width = int(fmt.signed) + e_bits + m_bits
     codes = np.asarray(codes, dtype=np.int64)
-    negative = (codes >> (width - 1) & 1).astype(bool) if fmt.signed else np.zeros(codes.shape, bool)
+    sign = (codes >> (width - 1) & 1) if fmt.signed else np.zeros(codes.shape, np.int64)
+    negative = sign.astype(bool)
     e_field = (codes >> m_bits) & ((1 << e_bits) - 1)
     m_field = codes & ((1 << m_bits) - 1)
     sub = (e_field == 0) & fmt.has_subnormals
@@ -94,7 +95,7 @@ def values_of(fmt, codes: np.ndarray) -> np.ndarray:
     return value
 
 
-@lru_cache(maxsize=None)
+@cache
 def max_value(fmt) -> float:
     """Largest finite value: the largest in the value table, or for wide formats
     the value of the largest finite code the NaN encoding leaves (the all-ones
@@ -119,7 +120,7 @@ def emin(fmt) -> int:
     return (1 if fmt.has_subnormals else 0) - fmt.bias
 
 
-@lru_cache(maxsize=None)
+@cache
 def _sorted_positive(fmt) -> tuple[list[Fraction], list[int]]:
     """Finite non-negative values (exact) and their codes, ascending."""
     pairs = []
@@ -367,7 +368,7 @@ def cases(fmt, n: int, seed: int) -> np.ndarray:
     # Random float64 patterns with exponents from below the smallest subnormal
     # to above max.
     e_lo = emin(fmt) - m - 3
-    e_hi = int(math.floor(math.log2(big))) + 2
+    e_hi = math.floor(math.log2(big)) + 2
     k = max(n - structured.size - 64, n // 4)
     exps = rng.integers(e_lo, e_hi + 1, k)
     mant = rng.integers(0, 1 << 52, k, dtype=np.int64).astype(np.float64)

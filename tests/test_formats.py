@@ -167,21 +167,21 @@ def test_unknown_dtype_and_type() -> None:
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(exponent_bits=0, mantissa_bits=3), "exponent_bits >= 1"),
-    (dict(exponent_bits=4, mantissa_bits=-1), "mantissa_bits >= 0"),
-    (dict(exponent_bits=10, mantissa_bits=25), "at most 32 bits"),
-    (dict(exponent_bits=4, mantissa_bits=3, has_inf=True, nan="max"), "infinities"),
-    (dict(exponent_bits=4, mantissa_bits=3, has_inf=False, nan="ieee"), "infinities"),
-    (dict(exponent_bits=4, mantissa_bits=3, has_inf=False, nan="bogus"), "nan must be"),
-    (dict(exponent_bits=4, mantissa_bits=3, signed=False, has_inf=False, nan="negzero"),
+    ({"exponent_bits": 0, "mantissa_bits": 3}, "exponent_bits >= 1"),
+    ({"exponent_bits": 4, "mantissa_bits": -1}, "mantissa_bits >= 0"),
+    ({"exponent_bits": 10, "mantissa_bits": 25}, "at most 32 bits"),
+    ({"exponent_bits": 4, "mantissa_bits": 3, "has_inf": True, "nan": "max"}, "infinities"),
+    ({"exponent_bits": 4, "mantissa_bits": 3, "has_inf": False, "nan": "ieee"}, "infinities"),
+    ({"exponent_bits": 4, "mantissa_bits": 3, "has_inf": False, "nan": "bogus"}, "nan must be"),
+    ({"exponent_bits": 4, "mantissa_bits": 3, "signed": False, "has_inf": False, "nan": "negzero"},
      "sign bit"),
-    (dict(exponent_bits=4, mantissa_bits=3, has_subnormals=False), "mantissa_bits=0"),
-    (dict(exponent_bits=1, mantissa_bits=3), "exponent_bits >= 2"),
+    ({"exponent_bits": 4, "mantissa_bits": 3, "has_subnormals": False}, "mantissa_bits=0"),
+    ({"exponent_bits": 1, "mantissa_bits": 3}, "exponent_bits >= 2"),
     # Regression: an IEEE format with no mantissa bits has no NaN code; NaN was
     # silently encoded as infinity.
-    (dict(exponent_bits=3, mantissa_bits=0), "mantissa_bits >= 1"),
-    (dict(exponent_bits=11, mantissa_bits=20, bias=1200), "beyond float64"),
-    (dict(exponent_bits=5, mantissa_bits=2, bias=-2000), "beyond float64"),
+    ({"exponent_bits": 3, "mantissa_bits": 0}, "mantissa_bits >= 1"),
+    ({"exponent_bits": 11, "mantissa_bits": 20, "bias": 1200}, "beyond float64"),
+    ({"exponent_bits": 5, "mantissa_bits": 2, "bias": -2000}, "beyond float64"),
 ])
 def test_custom_format_validation(kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):

@@ -59,7 +59,7 @@ def test_monotonic(x: float, y: float, fmt: str, mode: str) -> None:
 @SETTINGS
 @given(any_float, fmt_names, modes, st.booleans(), st.booleans())
 def test_idempotent(x: float, fmt: str, mode: str, saturate: bool, subnormals: bool) -> None:
-    kw = dict(saturate=saturate, subnormals=subnormals)
+    kw = {"saturate": saturate, "subnormals": subnormals}
     once = _r(x, fmt, mode, **kw)
     if np.isnan(once) or (once == 0 and not lp.get_format(fmt).has_zero):
         return
@@ -110,7 +110,7 @@ def test_encode_decode_and_dtypes_agree(x: float, fmt: str, mode: str, saturate:
         return
     if not f.signed:
         x = abs(x)
-    kw = dict(saturate=saturate, subnormals=subnormals)
+    kw = {"saturate": saturate, "subnormals": subnormals}
     if mode == "stochastic":
         kws = [dict(kw, rng=np.random.default_rng(1)) for _ in range(4)]
     else:

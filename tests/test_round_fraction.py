@@ -81,7 +81,7 @@ def _check(x: np.ndarray, fmt, mode: str, saturate: bool, subnormals: bool) -> N
     with np.errstate(invalid="ignore"):  # casting a signaling NaN float32 -> float64
         x64 = x.astype(np.float64)
     want, want_flags = round_reference(x64, fmt, mode, saturate, subnormals, _signaling(x))
-    kw = dict(saturate=saturate, subnormals=subnormals)
+    kw = {"saturate": saturate, "subnormals": subnormals}
     got = lp.round_to(x, fmt, mode, **kw)
     assert got.dtype == (np.float32 if x.dtype == np.float32 and fmt.fits_float32
                          else np.float64)
@@ -167,20 +167,21 @@ def test_documented_examples() -> None:
 
 
 CUSTOM = [
-    dict(exponent_bits=2, mantissa_bits=0, has_inf=False, nan="none"),  # {0, 1, 2, 4}
-    dict(exponent_bits=3, mantissa_bits=0, has_inf=False, nan="max"),
-    dict(exponent_bits=3, mantissa_bits=2),  # IEEE-style fp6
-    dict(exponent_bits=4, mantissa_bits=3, bias=20),  # tiny values only
-    dict(exponent_bits=5, mantissa_bits=1, bias=-3, has_inf=False, nan="none"),  # no small
-    dict(exponent_bits=6, mantissa_bits=1, has_inf=False, nan="negzero", bias=33),
-    dict(exponent_bits=5, mantissa_bits=0, signed=False, has_inf=False, nan="max",
-         has_subnormals=False),  # an e8m0-like unsigned scale format
-    dict(exponent_bits=11, mantissa_bits=4),  # float64's exponent range: no float32 path
-    dict(exponent_bits=10, mantissa_bits=9, bias=400),  # beyond float32 both ways
-    dict(exponent_bits=3, mantissa_bits=12),  # more precision than range
-    dict(exponent_bits=8, mantissa_bits=16),  # 25 bits, float32 range
-    dict(exponent_bits=5, mantissa_bits=26),  # 32 bits, more precision than float32
-    dict(exponent_bits=10, mantissa_bits=21, has_inf=False, nan="max"),  # 32 bits, wide
+    {"exponent_bits": 2, "mantissa_bits": 0, "has_inf": False, "nan": "none"},  # {0, 1, 2, 4}
+    {"exponent_bits": 3, "mantissa_bits": 0, "has_inf": False, "nan": "max"},
+    {"exponent_bits": 3, "mantissa_bits": 2},  # IEEE-style fp6
+    {"exponent_bits": 4, "mantissa_bits": 3, "bias": 20},  # tiny values only
+    # nothing small: the smallest value is 8
+    {"exponent_bits": 5, "mantissa_bits": 1, "bias": -3, "has_inf": False, "nan": "none"},
+    {"exponent_bits": 6, "mantissa_bits": 1, "has_inf": False, "nan": "negzero", "bias": 33},
+    {"exponent_bits": 5, "mantissa_bits": 0, "signed": False, "has_inf": False, "nan": "max",
+         "has_subnormals": False},  # an e8m0-like unsigned scale format
+    {"exponent_bits": 11, "mantissa_bits": 4},  # float64's exponent range: no float32 path
+    {"exponent_bits": 10, "mantissa_bits": 9, "bias": 400},  # beyond float32 both ways
+    {"exponent_bits": 3, "mantissa_bits": 12},  # more precision than range
+    {"exponent_bits": 8, "mantissa_bits": 16},  # 25 bits, float32 range
+    {"exponent_bits": 5, "mantissa_bits": 26},  # 32 bits, more precision than float32
+    {"exponent_bits": 10, "mantissa_bits": 21, "has_inf": False, "nan": "max"},  # 32 bits, wide
 ]
 
 
@@ -214,3 +215,44 @@ def test_every_mode_against_exact_reference_large(name: str, mode: str) -> None:
         x = x[~np.isnan(x)]
     for saturate, subnormals in ((False, True), (True, True), (False, False)):
         _check(x, fmt, mode, saturate, subnormals)
+
+
+@pytest.mark.parametrize("name", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz",
+                                  "fp6_e3m2", "fp4_e2m1", "e8m0"])
+def test_round_pack_wide_significands_and_sticky(name: str) -> None:
+    """The engine's entry point for arithmetic, ``round_pack``, takes exact
+    results wider than any float (up to 62 bits) plus a sticky bit meaning "a
+    little more than this". Checked against the Fraction reference, with the
+    sticky bit standing for 2**-64 of the last unit of ``sig`` (far below half
+    a quantum of the format: "a little more", as round_pack documents)."""
+    from fractions import Fraction
+
+    from lowprec import _engine
+    from lowprec.rounding import _MODE_INT
+
+    fmt = lp.get_format(name)
+    P = _engine.format_params(fmt)
+    rng = np.random.default_rng(sum(map(ord, name)))
+    e_lo = fmt.emin - fmt.mantissa_bits - 4
+    e_hi = fmt.emax + 2
+    for _ in range(300):
+        nbits = int(rng.integers(1, 63))
+        sig = int(rng.integers(1 << (nbits - 1), 1 << nbits, dtype=np.int64)) if nbits > 1 else 1
+        top = int(rng.integers(e_lo, e_hi + 1))  # exponent of the leading bit
+        lsb_exp = top - (nbits - 1)
+        sticky = bool(rng.integers(0, 2))
+        negative = bool(rng.integers(0, 2)) and fmt.signed
+        x = (Fraction(sig) + (Fraction(1, 2**64) if sticky else 0)) * Fraction(2) ** lsb_exp
+        x = -x if negative else x
+        for mode in DETERMINISTIC_MODES:
+            for saturate, ftz in ((False, False), (True, False), (False, True)):
+                code, _, status = _engine.round_pack(P, negative, np.int64(sig), lsb_exp, sticky,
+                                                     _MODE_INT[mode], saturate, ftz,
+                                                     np.uint64(0))
+                assert status == 0
+                got = float(lp.decode(int(code), fmt))
+                want = round_fraction(x, fmt, mode, saturate, not ftz)
+                assert (got == want and math.copysign(1, got) == math.copysign(1, want)) or (
+                    math.isnan(got) and math.isnan(want)), (
+                    f"{name} {mode} sat={saturate} ftz={ftz}: sig={sig:#x} lsb_exp={lsb_exp} "
+                    f"sticky={sticky} negative={negative}: got {got!r}, expected {want!r}")

@@ -150,3 +150,21 @@ def test_rng_is_only_for_stochastic() -> None:
         lp.round_to(1.0, "fp16", "rne", rng=1)
     with pytest.raises(TypeError, match="Generator"):
         lp.round_to(1.0, "fp16", "stochastic", rng="seed")
+
+
+@pytest.mark.parametrize("name", ["fp16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1"])
+def test_flags_describe_the_result(name: str) -> None:
+    """Stochastic flags follow the value actually chosen: inexact iff it differs
+    from x, overflow iff x rounded beyond max, underflow only for tiny results."""
+    fmt = lp.get_format(name)
+    x = _random_inputs(fmt, 200_000, seed=31)
+    codes, flags = lp.encode(x, fmt, "stochastic", rng=np.random.default_rng(32), flags=True)
+    got = lp.decode(codes, fmt)
+    over = np.abs(x) > fmt.max
+    assert ((flags & 0x01) != 0).tolist() == ((got != x) | over).tolist()
+    assert not (flags[np.abs(x) <= fmt.max] & 0x04).any()
+    # Beyond max + one step every draw overflows; just above max some do not.
+    assert (flags[np.abs(x) >= 2 * fmt.max] & 0x04).all()
+    tiny = (flags & 0x02) != 0
+    assert (np.abs(x[tiny]) < fmt.smallest_normal).all()
+    assert (np.abs(got[tiny]) <= fmt.smallest_normal).all()

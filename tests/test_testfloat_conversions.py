@@ -30,7 +30,8 @@ FLAG_NAMES = {0x01: "inexact", 0x02: "underflow", 0x04: "overflow", 0x08: "infin
 
 
 def _load(path: Path, in_dtype: type) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    tokens = gzip.open(path, "rt").read().split()
+    with gzip.open(path, "rt") as f:
+        tokens = f.read().split()
     bits_dtype = np.uint64 if in_dtype == np.float64 else np.uint32
     x = np.array([int(t, 16) for t in tokens[0::3]], dtype=bits_dtype).view(in_dtype)
     result = np.array([int(t, 16) for t in tokens[1::3]], dtype=np.uint16)
@@ -47,7 +48,8 @@ def _flag_text(f: int) -> str:
 def test_testfloat_conversion(op: str, fmt: str, in_dtype: type, mode: str) -> None:
     path = VECTORS / f"{op}.{mode}.txt.gz"
     if not path.exists():
-        pytest.skip(f"TestFloat vectors not found at {path} (the shared folder is absent; set LOWPREC_SHARED to its location)")
+        pytest.skip(f"TestFloat vectors not found at {path} (the shared folder is absent; "
+                    "set LOWPREC_SHARED to its location)")
     x, want, want_flags = _load(path, in_dtype)
     assert x.size >= 100_000
     got, got_flags = lp.encode(x, fmt, mode, flags=True)
