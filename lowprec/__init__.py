@@ -1,13 +1,23 @@
 """lowprec: low-precision floating point, bit-exact on the CPU, for learning and checking.
 
+The package is layered, lower layers knowing nothing of higher ones:
+
+formats (what a format is) -> rounding (values <-> codes, every mode) -> arith and
+matmul (computing in a format) -> scaling, mx, nvfp4 (scaled and block formats) ->
+autograd and train (precision policies, loss scaling) -> plot, figures, cli.
+``lowprec.gpu`` runs the same operations on NVIDIA GPUs (CuPy, optional) and
+``lowprec.validate`` compares the two.
+
 >>> import lowprec as lp
 >>> float(lp.round_to(0.1, "fp8_e4m3"))
 0.1015625
 """
 
-from . import mx, nvfp4, quant_error, scaling
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
 from .rounding import MODES, decode, encode, round_to
+from .arith import add, div, fma, mul, sqrt, sub
+from .matmul import dot, list_models, matmul
+from . import mx, nvfp4, quant_error, scaling
 
 __version__ = "0.1.0"
 
@@ -15,14 +25,23 @@ __all__ = [
     "FORMATS",
     "MODES",
     "FloatFormat",
+    "add",
     "custom_format",
     "decode",
+    "div",
+    "dot",
     "encode",
+    "fma",
     "get_format",
     "list_formats",
+    "list_models",
+    "matmul",
+    "mul",
     "mx",
     "nvfp4",
     "quant_error",
     "round_to",
     "scaling",
+    "sqrt",
+    "sub",
 ]

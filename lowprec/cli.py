@@ -63,6 +63,63 @@ def cmd_tutorials(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Train the standard precision presets side by side (lowprec.train.demo)."""
+    from .train.demo import DEMO_POLICIES, run_demo
+
+    policies = tuple(args.policies.split(",")) if args.policies else DEMO_POLICIES
+    run_demo(args.out, policies=policies, task=args.task, steps=args.steps, seed=args.seed,
+             figures=not args.no_figures)
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    """Train one policy on one task and save the run (lowprec.train)."""
+    from .train import save_run, train
+    from .train.demo import ProgressBar, choose_out_dir, format_table
+
+    bar = ProgressBar()
+    bar.start(args.policy)
+    knobs = {"grad_exp": args.grad_exp} if args.grad_exp is not None else {}
+    run = train(args.policy, args.task, steps=args.steps, seed=args.seed,
+                optimizer=args.optimizer, progress=bar, **knobs)
+    folder = choose_out_dir(args.out) if args.out else None
+    print(format_table({args.policy: run}))
+    if folder is not None:
+        (folder / ".lowprec-demo").parent.mkdir(parents=True, exist_ok=True)
+        (folder / ".lowprec-demo").write_text("written by lowprec train; safe to overwrite\n")
+        print(f"results: {save_run(run, folder / args.policy)}")
+    return 0
+
+
+def _add_train_parsers(sub: argparse._SubParsersAction) -> None:
+    from .train.data import TASKS
+    from .train.policy import POLICIES
+
+    p = sub.add_parser("demo", help="train the precision presets side by side (no arguments "
+                       "needed)", description="Train every standard precision preset on the "
+                       "same task and seed; print a comparison table and save the runs.")
+    p.add_argument("--out", default=None, help="output folder (default: ./lowprec-demo, or a "
+                   "fresh name if that folder is someone else's)")
+    p.add_argument("--task", default="underflow", choices=list(TASKS))
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--policies", default=None,
+                   help=f"comma-separated presets (default: all): {', '.join(POLICIES)}")
+    p.add_argument("--no-figures", action="store_true", help="do not draw figures")
+    p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("train", help="train one precision policy on one task")
+    p.add_argument("--policy", default="fp16-amp", choices=list(POLICIES))
+    p.add_argument("--task", default="underflow", choices=list(TASKS))
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
+    p.add_argument("--grad-exp", type=int, default=None,
+                   help="gradient knob k: loss * 2^-k, learning rate * 2^k (SGD)")
+    p.add_argument("--out", default=None, help="folder for <out>/<policy>/run.json")
+    p.set_defaults(func=cmd_train)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Hardware against emulator, bit for bit (emulator-side checks only without --gpu)."""
     from . import validate
@@ -103,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-execute", action="store_true", help="render: do not run the cells")
     p.add_argument("--only", nargs="+", metavar="NN", help="render: only these tutorials (01 05)")
     p.set_defaults(func=cmd_tutorials)
+    _add_train_parsers(sub)
     p = sub.add_parser("validate", help="check GPU kernels bit for bit against the emulator")
     p.add_argument("--gpu", action="store_true",
                    help="run the GPU kernels (needs CuPy and an NVIDIA GPU, sm_89+)")

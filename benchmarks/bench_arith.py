@@ -1,0 +1,103 @@
+"""Benchmark lowprec.arith and lowprec.matmul; prints ratios against numpy in one run.
+
+Targets (issue #3): elementwise ops on 10**6 fp16 pairs at most 10x the time of
+the same numpy float16 op, in every mode; matmul 256x256x256 with a tensor-core
+model under 2 s and sequential FP32 accumulation under 1 s.
+
+    python benchmarks/bench_arith.py            # everything
+    python benchmarks/bench_arith.py --quick    # fewer repetitions
+
+First-call times include numba compilation (or loading it from the cache:
+delete lowprec/__pycache__ to measure a cold compile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def best_of(fn, reps: int) -> float:
+    best = float("inf")
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    reps = 3 if args.quick else 7
+
+    t0 = time.perf_counter()
+    import lowprec as lp
+    print(f"import lowprec: {time.perf_counter() - t0:.2f} s")
+
+    rng = np.random.default_rng(0)
+    n = 10**6
+    a = rng.standard_normal(n).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    c = rng.standard_normal(n).astype(np.float16)
+    pos = np.abs(a)
+
+    # First calls (compile or cache load), one per kernel signature used below.
+    t = time.perf_counter()
+    lp.add(a[:10], b[:10], "fp16")
+    print(f"first call lp.add (compile/cache load): {time.perf_counter() - t:.2f} s")
+    t = time.perf_counter()
+    lp.matmul(np.ones((2, 2)), np.ones((2, 2)), model="v100")
+    lp.matmul(np.ones((2, 2)), np.ones((2, 2)), model="sequential")
+    print(f"first call lp.matmul tensor_core + sequential: {time.perf_counter() - t:.2f} s")
+
+    cases = [
+        ("add", lambda m: lp.add(a, b, "fp16", m, rng=0 if m == "stochastic" else None),
+         lambda: np.add(a, b)),
+        ("sub", lambda m: lp.sub(a, b, "fp16", m, rng=0 if m == "stochastic" else None),
+         lambda: np.subtract(a, b)),
+        ("mul", lambda m: lp.mul(a, b, "fp16", m, rng=0 if m == "stochastic" else None),
+         lambda: np.multiply(a, b)),
+        ("div", lambda m: lp.div(a, b, "fp16", m, rng=0 if m == "stochastic" else None),
+         lambda: np.divide(a, b)),
+        ("sqrt", lambda m: lp.sqrt(pos, "fp16", m, rng=0 if m == "stochastic" else None),
+         lambda: np.sqrt(pos)),
+        # numpy has no fp16 fma: compare with a float32 multiply-add and cast.
+        ("fma", lambda m: lp.fma(a, b, c, "fp16", m, rng=0 if m == "stochastic" else None),
+         lambda: (a.astype(np.float32) * b + c).astype(np.float16)),
+    ]
+    print(f"\nelementwise, {n:,} fp16 operands (best of {reps}); ratio = lowprec / numpy")
+    modes = list(lp.MODES)
+    print(f"{'op':5s} {'numpy ms':>9s} " + " ".join(f"{m:>10s}" for m in modes))
+    worst = 0.0
+    with np.errstate(all="ignore"):
+        for name, ours, ref in cases:
+            t_ref = best_of(ref, reps)
+            ratios = []
+            for m in modes:
+                ours(m)  # warm
+                ratios.append(best_of(lambda ours=ours, m=m: ours(m), reps) / t_ref)
+            worst = max(worst, max(ratios))
+            print(f"{name:5s} {t_ref * 1e3:9.2f} " + " ".join(f"{r:9.1f}x" for r in ratios))
+    print(f"worst ratio: {worst:.1f}x (target <= 10x)")
+
+    print("\nmatmul 256 x 256 x 256, fp16 inputs, fp32 accumulation")
+    A = rng.standard_normal((256, 256))
+    B = rng.standard_normal((256, 256))
+    t_np = best_of(lambda: A.astype(np.float32) @ B.astype(np.float32), reps)
+    for model, target in [("sequential", 1.0), ("v100", 2.0), ("a100", 2.0), ("h100", 2.0),
+                          ("pairwise", None), ("blocked", None), ("exact", None),
+                          ("deepseek_v3", None)]:
+        inputs = "fp8_e4m3" if model == "deepseek_v3" else "fp16"
+        lp.matmul(A[:4, :4], B[:4, :4], inputs=inputs, model=model)
+        t = best_of(lambda inputs=inputs, model=model: lp.matmul(A, B, inputs=inputs, model=model),
+                    max(1, reps // 2))
+        goal = f"(target < {target:.0f} s)" if target else ""
+        print(f"  {model:12s} {t:6.3f} s  {t / t_np:8.0f}x numpy float32 {goal}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+"""Correctly rounded arithmetic *in* a format: ``add, sub, mul, div, sqrt, fma``.
+
+Each function computes the exact result of the operation on values of a
+format and rounds it once, in any rounding mode of :data:`lowprec.MODES`,
+exactly as an IEEE 754 implementation of that format would: signed zeros,
+infinities, NaNs and the five exception flags included. The arithmetic is
+exact integer arithmetic on the operands' significands, ending in the one
+rounding engine (see ``lowprec/_arith.py`` for why each operation is exact).
+Computing in float64 and rounding once would *not* do: it double-rounds in
+directed and odd modes and for ``fma``.
+
+>>> import lowprec as lp
+>>> float(lp.add(1.0, 2.0**-11, "fp16"))          # a tie: to even
+1.0
+>>> float(lp.add(1.0, 2.0**-11, "fp16", "rup"))
+1.0009765625
+>>> lp.div(1.0, 0.0, "fp16", flags=True)           # (+inf, divide-by-zero flag 0x08)
+(np.float64(inf), np.uint8(8))
+
+Operands
+    Values of the format: numbers (any real dtype, lists, scalars) that the
+    format represents exactly, else ``ValueError`` naming the first one. Arrays
+    whose dtype *is* the format (``np.float16`` for fp16, ml_dtypes types) are
+    used bit for bit. With ``codes=True`` operands and results are bit patterns
+    (this keeps signaling NaNs, which values cannot carry). Operands broadcast
+    like numpy's.
+
+Results
+    Values as float64 -- or float32 when every operand is float32 and the
+    format fits float32, or the format's own dtype when every operand has it.
+    With ``flags=True`` also a ``uint8`` array of IEEE flags per element in
+    TestFloat's layout: 0x01 inexact, 0x02 underflow (tininess after
+    rounding), 0x04 overflow, 0x08 divide by zero, 0x10 invalid.
+
+Special results follow IEEE 754: ``x + (-x) = +0`` (``-0`` when rounding down),
+``inf - inf``, ``0 * inf``, ``0/0``, ``inf/inf``, ``sqrt(x<0)`` give NaN and
+raise invalid; ``x/0`` gives ±inf and raises divide-by-zero; ``sqrt(-0) = -0``;
+``fma(inf, 0, c)`` is invalid even for a NaN ``c`` (as SoftFloat does). A NaN
+result is the format's canonical NaN. Infinite results enter formats without
+infinity the way :func:`lowprec.round_to` converts ±inf: NaN in OCP fn and fnuz
+formats (``saturate=True``: ±max), ±max in fp4/fp6 (which have neither).
+Formats with no NaN (fp4, fp6) cannot hold an invalid result: ``ValueError``.
+A zero result in ``e8m0`` (which has no zero) gives its NaN, as ``round_to(0)`` does.
+``subnormals=False`` flushes subnormal *results* to zero (operands are used as
+they are). Supported: every format of at most 32 bits with at most 23 mantissa
+bits (all of the registry, fp32 included).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from . import _arith, _engine
+from .formats import FloatFormat, get_format, reference_dtype
+from .rounding import (
+    _CHUNK,
+    _MODE_INT,
+    _as_float_array,
+    _collect,
+    _get_rng,
+    _random_words,
+    _submit,
+    check_mode,
+    decode,
+    encode,
+)
+
+__all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
+
+_OP_NAMES = {_arith.ADD: "add", _arith.SUB: "sub", _arith.MUL: "mul", _arith.DIV: "div",
+             _arith.SQRT: "sqrt", _arith.FMA: "fma"}
+
+
+def _check_format(fmt: Any) -> FloatFormat:
+    fmt = get_format(fmt)
+    if fmt.mantissa_bits > 23:
+        raise ValueError(
+            f"{fmt.name} has {fmt.mantissa_bits} mantissa bits; lowprec.arith handles formats "
+            "with at most 23 (the exact products must fit a 64-bit integer)"
+        )
+    return fmt
+
+
+def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np.ndarray, str]:
+    """Codes of one operand and its kind ('own' dtype, 'f32', 'other')."""
+    arr = np.asarray(x)
+    if codes:
+        if arr.dtype.kind not in "iu":
+            raise TypeError(f"codes=True: operand {name} must be an integer array of codes, "
+                            f"got dtype {arr.dtype}")
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= 1 << fmt.width):
+            raise ValueError(f"operand {name} holds codes outside 0 .. {(1 << fmt.width) - 1} "
+                             f"({fmt.width}-bit {fmt.name})")
+        return arr.astype(np.int64), "codes"
+    own = reference_dtype(fmt)
+    if own is not None and arr.dtype == own:
+        return arr.view(fmt.code_dtype).astype(np.int64), "own"
+    values, _ = _as_float_array(arr, f"operand {name}")
+    kind = "f32" if values.dtype == np.float32 else "other"
+    flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    out = np.empty(flat.shape, dtype=np.int64)
+    bad = _arith.to_code_kernel(_engine.format_params(fmt), flat.view(np.int64), out)
+    if bad >= 0:
+        raise ValueError(
+            f"operand {name}: element {bad} ({float(flat[bad])!r}) is not a value of {fmt.name}; "
+            f"round it first, e.g. lowprec.round_to(x, {fmt.name!r})"
+        )
+    return out.reshape(values.shape), kind
+
+
+def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnormals: bool,
+           flags: bool, rng: Any, codes: bool) -> Any:
+    fmt = _check_format(fmt)
+    mode = check_mode(mode)
+    stochastic = mode == "stochastic"
+    if not stochastic and rng is not None:
+        raise ValueError(f"rng is only used by mode='stochastic', not mode={mode!r}")
+    gen = _get_rng(rng) if stochastic else None
+    names = "abc"
+    scalar = all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands)
+    converted = [_operand_codes(x, fmt, names[i], codes) for i, x in enumerate(operands)]
+    shape = np.broadcast_shapes(*(c.shape for c, _ in converted))
+    if not (codes or flags) and _float64_is_exact(op, fmt, mode):
+        out = _via_float64(op, operands, fmt, mode, saturate, subnormals, gen)
+    else:
+        out = _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, gen,
+                          len(operands))
+    kinds = {k for _, k in converted}
+    flag_arr = np.zeros(0, dtype=np.uint8)
+    if flags:
+        out, flag_arr = out
+        flag_arr = flag_arr.reshape(shape)
+    out = out.astype(fmt.code_dtype).reshape(shape)
+    if codes:
+        result = out
+    elif kinds == {"own"}:
+        result = out.view(reference_dtype(fmt))
+    else:
+        result = decode(out, fmt)
+        if kinds <= {"f32", "own"} and "f32" in kinds and fmt.fits_float32:
+            result = result.astype(np.float32)
+    if scalar:
+        result = result[()]
+        flag_arr = flag_arr[()] if flags else flag_arr
+    return (result, flag_arr) if flags else result
+
+
+def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
+    """Whether float64 holds the exact result of ``op`` on any two values of fmt.
+
+    A sum of two values is a multiple of the smallest subnormal 2**s below
+    2**(emax + 2): it needs emax + 2 - s <= 53 bits (fp16: 41, every 8/6/4-bit
+    format; not bf16, tf32, fp32). A product of two p-bit significands has
+    <= 2p <= 48 bits, and its exponent stays in float64's normal range.
+    Quotients and roots are not exact in float64, but rounded to odd there
+    (``_arith.div_sqrt_odd_kernel``) they round like the exact value in every
+    deterministic mode.
+    """
+    if not (fmt.signed and fmt.has_subnormals):
+        return False
+    s = fmt.smallest_subnormal_exponent
+    if op in (_arith.ADD, _arith.SUB):
+        return fmt.emax + 2 - s <= 53
+    if op == _arith.MUL:
+        return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
+    if op in (_arith.DIV, _arith.SQRT, _arith.FMA):  # round to odd in float64
+        return mode != "stochastic" and fmt.mantissa_bits <= 23 and (
+            2 * s >= -900 and 2 * (fmt.emax + 1) <= 900)
+    return False
+
+
+def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarray:
+    """Codes of ``op`` computed exactly in float64 (see :func:`_float64_is_exact`)
+    and rounded once by the engine (``encode``, its fast path). IEEE float64
+    arithmetic gives the right infinities, NaNs and signs of zero -- except that
+    an exact zero sum is -0 when rounding down (unless both terms are +0)."""
+    if op in (_arith.DIV, _arith.SQRT, _arith.FMA):
+        xs = [np.asarray(v, dtype=np.float64) for v in operands]
+        shape = np.broadcast_shapes(*(v.shape for v in xs))
+        flat = [v.reshape(1) if v.size == 1 else
+                np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in xs]
+        r = np.empty(shape, dtype=np.float64)
+        if op == _arith.FMA:
+            _arith.fma_odd_kernel(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
+        else:
+            _arith.div_sqrt_odd_kernel(op == _arith.SQRT, flat[0], flat[-1], r.reshape(-1))
+        return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals))
+    x, y = (np.asarray(v, dtype=np.float64) for v in operands)
+    with np.errstate(all="ignore"):
+        if op == _arith.MUL:
+            r = x * y
+        else:
+            if op == _arith.SUB:
+                y = -y
+            r = x + y
+            if mode == "rdown":
+                both_plus_zero = (x == 0) & (y == 0) & ~np.signbit(x) & ~np.signbit(y)
+                r = np.where((r == 0) & ~both_plus_zero, -0.0, r)
+    return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals, rng=gen))
+
+
+def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, gen, arity):
+    """Codes (and flags) of ``op`` from the compiled integer kernel."""
+    stochastic = mode == "stochastic"
+    n = int(np.prod(shape))
+    flat = []
+    for c, _ in converted:
+        if c.size == 1:
+            flat.append(np.ascontiguousarray(c.reshape(1)))
+        elif c.shape == shape:
+            flat.append(np.ascontiguousarray(c).reshape(-1))
+        else:
+            flat.append(np.ascontiguousarray(np.broadcast_to(c, shape)).reshape(-1))
+    while len(flat) < 3:
+        flat.append(flat[0][:1])
+    a, b, c = flat
+    # Codes travel as int64 whatever the format: one compiled kernel for all.
+    out = np.empty(n, dtype=np.int64)
+    flag_arr = np.zeros(n if flags else 0, dtype=np.uint8)
+    P = _engine.format_params(fmt)
+    m = _MODE_INT[mode]
+
+    def run(start: int, stop: int, rnd: np.ndarray) -> tuple[int, int]:
+        part = [x if x.shape[0] == 1 else x[start:stop] for x in (a, b, c)]
+        bad = _arith.op_kernel(P, op, part[0], part[1], part[2], m, saturate, not subnormals,
+                               rnd, out[start:stop], flag_arr[start:stop] if flags else flag_arr,
+                               flags)
+        return bad, 0
+
+    no_rnd = np.empty(0, dtype=np.uint64)
+    for start in range(0, n, _CHUNK):
+        stop = min(start + _CHUNK, n)
+        rnd = _random_words(gen, stop - start) if stochastic else no_rnd
+        for bad, _ in _collect(_submit(run, start, stop, rnd)):
+            if bad >= 0:
+                args = ", ".join(repr(float(decode(x[0 if x.shape[0] == 1 else bad]
+                                                   .astype(fmt.code_dtype), fmt)))
+                                 for x in flat[:arity])
+                raise ValueError(
+                    f"{_OP_NAMES[op]}({args}) at element {bad} is invalid (NaN), but "
+                    f"{fmt.name} has no NaN; check operands before the operation"
+                )
+    return (out, flag_arr) if flags else out
+
+
+_DOC_ARGS = """
+    fmt: the format (name, dtype or FloatFormat); operands must be its values.
+    mode: rounding mode (``rne``, ``rna``, ``rtz``, ``rup``, ``rdown``, ``odd``,
+        ``stochastic``); saturate: clamp overflow to ±max; subnormals: False
+        flushes subnormal results to zero; flags: also return the IEEE flags;
+        rng: Generator or seed for ``stochastic`` (one 64-bit word per element);
+        codes: operands and result are bit patterns instead of values.
+"""
+
+
+def add(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
+        subnormals: bool = True, flags: bool = False, rng: Any = None,
+        codes: bool = False) -> Any:
+    """a + b, correctly rounded in ``fmt``."""
+    return _apply(_arith.ADD, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+
+
+def sub(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
+        subnormals: bool = True, flags: bool = False, rng: Any = None,
+        codes: bool = False) -> Any:
+    """a - b, correctly rounded in ``fmt``."""
+    return _apply(_arith.SUB, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+
+
+def mul(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
+        subnormals: bool = True, flags: bool = False, rng: Any = None,
+        codes: bool = False) -> Any:
+    """a * b, correctly rounded in ``fmt``."""
+    return _apply(_arith.MUL, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+
+
+def div(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
+        subnormals: bool = True, flags: bool = False, rng: Any = None,
+        codes: bool = False) -> Any:
+    """a / b, correctly rounded in ``fmt``."""
+    return _apply(_arith.DIV, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+
+
+def sqrt(a: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
+         subnormals: bool = True, flags: bool = False, rng: Any = None,
+         codes: bool = False) -> Any:
+    """Square root of a, correctly rounded in ``fmt``."""
+    return _apply(_arith.SQRT, (a,), fmt, mode, saturate, subnormals, flags, rng, codes)
+
+
+def fma(a: Any, b: Any, c: Any, fmt: FloatFormat | str, mode: str = "rne", *,
+        saturate: bool = False, subnormals: bool = True, flags: bool = False, rng: Any = None,
+        codes: bool = False) -> Any:
+    """a * b + c with a single rounding in ``fmt`` (fused multiply-add)."""
+    return _apply(_arith.FMA, (a, b, c), fmt, mode, saturate, subnormals, flags, rng, codes)
+
+
+for _f in (add, sub, mul, div, sqrt, fma):
+    _f.__doc__ = (_f.__doc__ or "") + "\n" + _DOC_ARGS

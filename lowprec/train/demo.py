@@ -1,0 +1,164 @@
+"""``lowprec demo`` and ``lowprec train``: run presets side by side, print the comparison.
+
+The demo trains every standard preset on the default task with the same seed,
+draws a plain-text progress bar on stderr, prints a table and writes each run
+to ``<out>/<policy>/`` (see :mod:`lowprec.train.results`), then draws the
+figures if :mod:`lowprec.figures` provides ``demo_figures(runs, out)``.
+
+Output folders are never taken from the user: a folder that exists, is not
+empty and was not written by lowprec (it has no ``.lowprec-demo`` marker) is
+refused when named with ``--out``, and skipped for a fresh name
+(``lowprec-demo-2``, ...) when it is the default.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import time
+from pathlib import Path
+from typing import TextIO
+
+from .policy import POLICIES, get_policy
+from .results import RunResult, save_run
+from .runner import train
+
+__all__ = ["DEMO_POLICIES", "ProgressBar", "choose_out_dir", "format_table", "run_demo"]
+
+#: The presets the demo trains, in table order.
+DEMO_POLICIES = tuple(POLICIES)
+MARKER = ".lowprec-demo"
+DEFAULT_OUT = "lowprec-demo"
+
+
+class ProgressBar:
+    """A one-line text progress bar (``\\r``-redrawn on a terminal, a line per run otherwise)."""
+
+    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
+        self.stream, self.width = stream or sys.stderr, width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.label = ""
+        self.t0 = time.perf_counter()
+
+    def start(self, label: str) -> None:
+        self.label, self.t0 = label, time.perf_counter()
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.tty and (done == total or done % max(total // 100, 1) == 0):
+            k = self.width * done // total
+            self.stream.write(f"\r{self.label:<28} [{'#' * k}{'.' * (self.width - k)}] "
+                              f"{done}/{total} {time.perf_counter() - self.t0:5.1f}s")
+            self.stream.flush()
+        if done == total:
+            if not self.tty:
+                self.stream.write(f"{self.label:<28} {total} steps "
+                                  f"{time.perf_counter() - self.t0:5.1f}s")
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def choose_out_dir(out: str | None) -> Path:
+    """The folder to write to (see the module docstring); raises ValueError to refuse."""
+    def ours_or_free(p: Path) -> bool:
+        return not p.exists() or (p.is_dir() and ((p / MARKER).exists() or not any(p.iterdir())))
+
+    if out is not None:
+        p = Path(out)
+        if not ours_or_free(p):
+            raise ValueError(f"{p} exists and was not written by lowprec; choose another --out "
+                             "(lowprec never overwrites folders it did not create)")
+        return p
+    p = Path(DEFAULT_OUT)
+    k = 2
+    while not ours_or_free(p):
+        p = Path(f"{DEFAULT_OUT}-{k}")
+        k += 1
+    return p
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1f}" if x >= 0.1 or x == 0 else f"{x:.2g}"
+
+
+def format_table(runs: dict[str, RunResult]) -> str:
+    """The comparison table of the demo (one row per run)."""
+    header = ("policy", "final loss", "acc %", "grads underflowed %", "updates lost %",
+              "skipped", "final scale", "time s")
+    rows = [header]
+    for name, r in runs.items():
+        s = r.summary
+        acc = "-" if s["final_acc"] is None else f"{100 * s['final_acc']:.1f}"
+        rows.append((name, f"{s['final_loss']:.4f}", acc, _pct(s["grad_underflow_pct"]),
+                     _pct(s["lost_update_pct"]), str(s["skipped_steps"]),
+                     f"{s['final_loss_scale']:g}", f"{s['wall_seconds']:.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                       for i, (c, w) in enumerate(zip(row, widths))) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _available(policy: str) -> str | None:
+    """None if the policy can run here, else why not (a scaled format not installed)."""
+    p = get_policy(policy)
+    for q in (p.weights, p.activations, p.act_grads, p.weight_grads):
+        if q is not None and q.scaling != "none":
+            module = "scaling" if q.scaling == "delayed" else "mx"
+            try:
+                importlib.import_module(f"lowprec.{module}")
+            except ImportError:
+                return f"needs lowprec.{module}, not in this installation"
+    return None
+
+
+def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIES,
+             task: str = "underflow", steps: int = 600, seed: int = 0, figures: bool = True,
+             stream: TextIO | None = None, progress: TextIO | None = None
+             ) -> dict[str, RunResult]:
+    """Train ``policies`` side by side, save each run, print the table; returns the runs."""
+    stream = stream or sys.stdout
+    for name in policies:
+        get_policy(name)  # unknown names fail before anything is written
+    folder = choose_out_dir(out)
+    runs: dict[str, RunResult] = {}
+    bar = ProgressBar(progress)
+    skipped = []
+    t0 = time.perf_counter()
+    for name in policies:
+        why = _available(name)
+        if why:
+            skipped.append(f"{name} ({why})")
+            continue
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / MARKER).write_text("written by lowprec demo; safe to overwrite\n")
+        bar.start(f"{name}")
+        runs[name] = train(name, task, steps=steps, seed=seed, progress=bar)
+        save_run(runs[name], folder / name)
+    print(f"\nlowprec demo: task {task!r}, {steps} steps, seed {seed}, "
+          f"{time.perf_counter() - t0:.1f} s\n", file=stream)
+    print(format_table(runs), file=stream)
+    print("\nfinal loss, acc: held-out set after the last step.  grads underflowed: gradient "
+          "values non-zero\nbefore rounding and zero after.  updates lost: non-zero weight "
+          "updates that left the\nstored weight unchanged.  skipped: steps skipped for inf/NaN "
+          "gradients.", file=stream)
+    if skipped:
+        print("\nnot run: " + "; ".join(skipped), file=stream)
+    print(f"\nresults: {folder}/<policy>/run.json (+ grads.npz)", file=stream)
+    if figures:
+        _figures(runs, folder, stream)
+    return runs
+
+
+def _figures(runs: dict[str, RunResult], folder: Path, stream: TextIO) -> None:
+    try:
+        fig_mod = importlib.import_module("lowprec.figures")
+    except ImportError:
+        print("figures: lowprec.figures is not installed; skipped", file=stream)
+        return
+    draw = getattr(fig_mod, "demo_figures", None)
+    if draw is None:
+        print("figures: lowprec.figures has no demo_figures(runs, out); skipped", file=stream)
+        return
+    written = draw(runs, folder)
+    for path in written or []:
+        print(f"figure: {path}", file=stream)

@@ -1,0 +1,217 @@
+"""Precision policies: which format holds each kind of tensor in training.
+
+A :class:`Policy` names, for each role a tensor plays in training, how it is
+stored (a :class:`Quant`: format, rounding mode, scaling) or ``None`` for
+"kept in float32, not rounded":
+
+==================  ==============================================================
+``master``          the weights the optimizer updates (``None``: no master copy;
+                    the optimizer writes the low-precision ``weights`` directly,
+                    rounding every update with ``weights.mode``)
+``weights``         the copy of the weights the matmuls read
+``activations``     every layer's output (and the network's input)
+``act_grads``       the gradient with respect to every layer's output
+``weight_grads``    the gradient with respect to weights and biases
+``optimizer_state`` momentum / Adam moments
+==================  ==============================================================
+
+plus the matmul accumulation (``accumulate``) and the loss scaling
+(``"none"``, ``"static"``, ``"dynamic"`` = PyTorch's GradScaler).
+
+>>> from lowprec.train import get_policy
+>>> get_policy("fp16-amp").loss_scaling
+'dynamic'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..formats import get_format
+from ..rounding import check_mode
+
+__all__ = ["POLICIES", "Policy", "Quant", "get_policy", "list_policies"]
+
+SCALINGS = ("none", "delayed", "mx")
+LOSS_SCALINGS = ("none", "static", "dynamic")
+#: MX element formats by their OCP name (used with ``scaling="mx"``).
+MX_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4")
+
+
+@dataclass(frozen=True)
+class Quant:
+    """How one kind of tensor is stored.
+
+    format:
+        A lowprec format name (``"fp16"``, ``"bf16"``, ``"fp8_e4m3"``) or, with
+        ``scaling="mx"``, an MX format name (``"mxfp8_e4m3"``, ``"mxfp4"``).
+    mode:
+        Rounding mode (see :data:`lowprec.MODES`); ``"stochastic"`` draws from
+        the run's seeded generator.
+    scaling:
+        ``"none"`` (round the values as they are), ``"delayed"`` (one scale per
+        tensor from the amax history, FP8 recipes; :mod:`lowprec.scaling`) or
+        ``"mx"`` (one power-of-two scale per block of 32; :mod:`lowprec.mx`).
+    """
+
+    format: str
+    mode: str = "rne"
+    scaling: str = "none"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode", check_mode(self.mode))
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {SCALINGS}, got {self.scaling!r}")
+        if self.scaling == "mx":
+            if self.format not in MX_FORMATS:
+                raise ValueError(f"MX format must be one of {MX_FORMATS}, got {self.format!r}")
+        else:
+            object.__setattr__(self, "format", get_format(self.format).name)
+
+    def __str__(self) -> str:
+        s = self.format
+        if self.scaling == "delayed":
+            s += " (delayed scaling)"
+        if self.mode != "rne":
+            s += f" [{self.mode}]"
+        return s
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A complete precision recipe for training (see the module docstring for the roles)."""
+
+    name: str
+    description: str
+    master: Quant | None = None
+    weights: Quant | None = None
+    activations: Quant | None = None
+    act_grads: Quant | None = None
+    weight_grads: Quant | None = None
+    optimizer_state: Quant | None = None
+    #: ``"fp32"``: float32 products and sums over the exactly rounded inputs (fast, like
+    #: tensor cores with an FP32 accumulator); ``"fp64"``: float64 accumulation, result
+    #: rounded to float32; any other value is a :func:`lowprec.matmul` accumulation model,
+    #: ``"MODEL"`` (accumulating in FP32) or ``"FORMAT:MODEL"`` (e.g. ``"fp16:sequential"``),
+    #: with the activations' format as the inputs' format.
+    accumulate: str = "fp32"
+    loss_scaling: str = "none"
+    #: The constant scale of ``loss_scaling="static"``.
+    static_scale: float = 2.0**12
+    #: GradScaler settings for ``loss_scaling="dynamic"`` (PyTorch's defaults).
+    init_scale: float = 2.0**16
+    growth_interval: int = 2000
+    tags: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.loss_scaling not in LOSS_SCALINGS:
+            raise ValueError(
+                f"loss_scaling must be one of {LOSS_SCALINGS}, got {self.loss_scaling!r}"
+            )
+        for role in ("master", "weights", "activations", "act_grads", "weight_grads",
+                     "optimizer_state"):
+            q = getattr(self, role)
+            if q is not None and not isinstance(q, Quant):
+                raise TypeError(f"{role} must be a Quant or None, got {type(q).__name__}")
+        if self.master is not None and self.master.scaling != "none":
+            raise ValueError("master weights cannot use a scaled format")
+        if self.master is None and self.weights is not None and self.weights.scaling != "none":
+            raise ValueError("scaled weight formats need a master copy (master=Quant('fp32'))")
+
+    def replace(self, **changes: Any) -> Policy:
+        """A copy with some fields changed (``dataclasses.replace``)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON-ready values (what ``run.json`` stores)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Policy:
+        roles = ("master", "weights", "activations", "act_grads", "weight_grads",
+                 "optimizer_state")
+        kw = {k: (Quant(**v) if k in roles and v is not None else v) for k, v in d.items()}
+        kw["tags"] = tuple(kw.get("tags", ()))
+        return cls(**kw)
+
+
+def _everything(q: Quant) -> dict[str, Quant]:
+    return {"weights": q, "activations": q, "act_grads": q, "weight_grads": q,
+            "optimizer_state": q}
+
+
+FP32 = Quant("fp32")
+FP16 = Quant("fp16")
+BF16 = Quant("bf16")
+
+_PRESETS: list[Policy] = [
+    Policy("fp32", "the float32 baseline: nothing is rounded below float32"),
+    Policy("fp16-naive",
+           "everything in FP16, no loss scaling, no master copy: small gradients underflow "
+           "and small updates are lost", **_everything(FP16)),
+    Policy("fp16-master",
+           "FP16 compute with an FP32 master copy but no loss scaling: updates are kept, "
+           "gradients still underflow", master=FP32,
+           **{**_everything(FP16), "optimizer_state": FP32}),
+    Policy("fp16-static",
+           "FP32 master + a constant loss scale (2^12): gradients shifted into FP16's range",
+           master=FP32, loss_scaling="static",
+           **{**_everything(FP16), "optimizer_state": FP32}),
+    Policy("fp16-amp",
+           "FP32 master + dynamic loss scaling (PyTorch GradScaler defaults): mixed "
+           "precision as PyTorch AMP does it", master=FP32, loss_scaling="dynamic",
+           **{**_everything(FP16), "optimizer_state": FP32}),
+    Policy("bf16-pure",
+           "everything in bfloat16, no master copy: FP32's range, so no underflow, but "
+           "8 bits of precision lose small updates", **_everything(BF16)),
+    Policy("bf16-pure-sr",
+           "bf16-pure with stochastic rounding of the weight update: small updates survive "
+           "on average", **{**_everything(BF16), "weights": Quant("bf16", "stochastic")}),
+    Policy("bf16-master",
+           "bfloat16 compute with an FP32 master copy (the usual bf16 recipe, no scaling)",
+           master=FP32, **{**_everything(BF16), "optimizer_state": FP32}),
+    Policy("fp8",
+           "FP8 as in Transformer Engine: E4M3 weights and activations, E5M2 activation "
+           "gradients, each with delayed per-tensor scaling; FP32 master, weight gradients "
+           "and biases",
+           master=FP32, weights=Quant("fp8_e4m3", scaling="delayed"),
+           activations=Quant("fp8_e4m3", scaling="delayed"),
+           act_grads=Quant("fp8_e5m2", scaling="delayed"), optimizer_state=FP32,
+           tags=("scaled",)),
+    Policy("mxfp8",
+           "OCP MXFP8: E4M3 weights and activations, E5M2 activation gradients, one "
+           "power-of-two scale per 32 values; FP32 master and biases",
+           master=FP32, weights=Quant("mxfp8_e4m3", scaling="mx"),
+           activations=Quant("mxfp8_e4m3", scaling="mx"),
+           act_grads=Quant("mxfp8_e5m2", scaling="mx"), optimizer_state=FP32,
+           tags=("scaled",)),
+    Policy("mxfp4",
+           "OCP MXFP4 (E2M1, scale per 32) for weights and activations, MXFP8 E5M2 "
+           "activation gradients; FP32 master and biases",
+           master=FP32, weights=Quant("mxfp4", scaling="mx"),
+           activations=Quant("mxfp4", scaling="mx"),
+           act_grads=Quant("mxfp8_e5m2", scaling="mx"), optimizer_state=FP32,
+           tags=("scaled",)),
+]
+
+#: The named presets, by name.
+POLICIES: dict[str, Policy] = {p.name: p for p in _PRESETS}
+
+
+def get_policy(policy: str | Policy) -> Policy:
+    """A preset by name (or a :class:`Policy`, returned unchanged)."""
+    if isinstance(policy, Policy):
+        return policy
+    try:
+        return POLICIES[policy]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"unknown policy {policy!r}; presets: {', '.join(POLICIES)}"
+        ) from None
+
+
+def list_policies() -> dict[str, str]:
+    """Preset names and one-line descriptions, in the demo's order."""
+    return {p.name: p.description for p in _PRESETS}

@@ -1,0 +1,126 @@
+"""Turning a :class:`~lowprec.train.policy.Quant` into a rounding function, and watching it.
+
+:func:`make_rounder` gives an ``array -> array`` function (same shape and
+dtype) that rounds with :func:`lowprec.round_to`, or quantizes and dequantizes
+with a delayed per-tensor scale (:mod:`lowprec.scaling`) or MX block scales
+(:mod:`lowprec.mx`). Scaled quantizers keep state (the amax history), so every
+tensor site in the network gets its own rounder.
+
+:class:`SiteStats` counts what a gradient rounding did: values that were
+non-zero before and zero after (underflow), that became subnormal, and that
+overflowed to inf/NaN.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..formats import get_format
+from ..rounding import round_to
+from .policy import Quant
+
+__all__ = ["Rounder", "SiteStats", "make_rounder"]
+
+Rounder = Callable[[np.ndarray], np.ndarray]
+
+#: MX format name -> the element format (for the subnormal threshold).
+_MX_ELEMENT = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
+               "mxfp6_e2m3": "fp6_e2m3", "mxfp4": "fp4_e2m1"}
+
+
+def _need(module: str, what: str):
+    """Import ``lowprec.<module>`` or explain which piece of lowprec is missing."""
+    try:
+        return importlib.import_module(f"lowprec.{module}")
+    except ImportError as exc:
+        raise ValueError(
+            f"{what} needs lowprec.{module}, which this installation does not have ({exc})"
+        ) from None
+
+
+def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
+    """A function rounding arrays as ``q`` says (``axis``: the MX block axis).
+
+    ``rng`` feeds ``mode="stochastic"``; it is shared by all of a run's
+    rounders, so a run is reproducible from its seed.
+    """
+    if q.scaling == "none":
+        fmt = get_format(q.format)
+        if q.mode == "stochastic":
+            return lambda x: round_to(x, fmt, "stochastic", rng=rng)
+        return lambda x: round_to(x, fmt, q.mode)
+    rng_arg = {"rng": rng} if q.mode == "stochastic" else {}
+    if q.scaling == "delayed":
+        scaling = _need("scaling", f"delayed scaling ({q.format})")
+        ds = scaling.DelayedScaling(q.format)
+
+        def delayed(x: np.ndarray) -> np.ndarray:
+            y = ds.quantize(x, mode=q.mode, **rng_arg).dequantize()
+            ds.update()
+            return np.asarray(y, dtype=x.dtype)
+
+        return delayed
+    mx = _need("mx", f"MX quantization ({q.format})")
+
+    def mx_round(x: np.ndarray) -> np.ndarray:
+        t = mx.quantize(x, q.format, axis=axis, block_size=32, mode=q.mode, **rng_arg)
+        return np.asarray(t.dequantize(), dtype=x.dtype)
+
+    return mx_round
+
+
+def smallest_normal(q: Quant) -> float | None:
+    """The subnormal threshold of an unscaled format (None for scaled ones)."""
+    if q.scaling != "none":
+        return None
+    return float(get_format(q.format).smallest_normal)
+
+
+@dataclass
+class SiteStats:
+    """Counts accumulated over one step at the gradient rounding sites of one layer."""
+
+    nonzero: int = 0     # values non-zero before rounding
+    underflow: int = 0   # ... of which zero after rounding
+    subnormal: int = 0   # ... of which subnormal after rounding
+    overflow: int = 0    # finite before, inf or NaN after
+    has_subnormal: bool = True
+
+    def record(self, before: np.ndarray, after: np.ndarray, tiny: float | None) -> None:
+        # Rounding maps 0 to 0, so the values that underflowed are the zeros after
+        # rounding minus the zeros before.
+        zeros_before = before.size - int(np.count_nonzero(before))
+        zeros_after = after.size - int(np.count_nonzero(after))
+        self.nonzero += before.size - zeros_before
+        self.underflow += zeros_after - zeros_before
+        if not np.isfinite(after).all():
+            self.overflow += int(np.count_nonzero(np.isfinite(before) & ~np.isfinite(after)))
+        if tiny is None:
+            self.has_subnormal = False
+        else:  # |after| < tiny counts the zeros too
+            self.subnormal += int(np.count_nonzero(np.abs(after) < tiny)) - zeros_after
+
+    def fractions(self) -> tuple[float, float | None]:
+        """(underflow fraction, subnormal fraction) of the non-zero values."""
+        n = max(self.nonzero, 1)
+        return self.underflow / n, (self.subnormal / n if self.has_subnormal else None)
+
+
+def watched(rounder: Rounder, q: Quant, stats: Callable[[], SiteStats],
+            sample: Callable[[np.ndarray], None] | None = None) -> Rounder:
+    """``rounder`` that also records into ``stats()`` (the current step's counters)
+    and hands the unrounded values to ``sample`` (for histograms)."""
+    tiny = smallest_normal(q)
+
+    def f(x: np.ndarray) -> np.ndarray:
+        y = rounder(x)
+        stats().record(x, y, tiny)
+        if sample is not None:
+            sample(x)
+        return y
+
+    return f

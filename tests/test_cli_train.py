@@ -1,0 +1,58 @@
+"""`lowprec demo` and `lowprec train` from the command line; output folders are safe."""
+
+from __future__ import annotations
+
+import pytest
+
+from lowprec.cli import main
+from lowprec.train import load_run
+from lowprec.train.demo import choose_out_dir
+
+
+def test_train_subcommand_writes_a_run(tmp_path, capsys):
+    pytest.importorskip("sklearn")
+    out = tmp_path / "runs"
+    rc = main(["train", "--policy", "fp16-amp", "--task", "digits", "--steps", "30",
+               "--seed", "1", "--out", str(out)])
+    assert rc == 0
+    r = load_run(out / "fp16-amp")
+    assert (r.policy, r.task, r.steps, r.seed) == ("fp16-amp", "digits", 30, 1)
+    assert "fp16-amp" in capsys.readouterr().out
+
+
+def test_demo_runs_and_prints_the_table(tmp_path, capsys):
+    out = tmp_path / "demo"
+    rc = main(["demo", "--steps", "20", "--policies", "fp32,fp16-naive", "--out", str(out),
+               "--no-figures"])
+    assert rc == 0
+    text = capsys.readouterr()
+    assert "grads underflowed %" in text.out and "fp16-naive" in text.out
+    assert "fp32" in text.err  # the progress bar goes to stderr
+    assert load_run(out / "fp16-naive").steps == 20
+    # a second demo into the same (lowprec-written) folder is allowed
+    assert main(["demo", "--steps", "5", "--policies", "fp32", "--out", str(out),
+                 "--no-figures"]) == 0
+
+
+def test_demo_refuses_a_users_folder(tmp_path, capsys):
+    mine = tmp_path / "thesis"
+    mine.mkdir()
+    (mine / "chapter1.tex").write_text("precious")
+    rc = main(["demo", "--steps", "5", "--policies", "fp32", "--out", str(mine)])
+    assert rc == 2
+    assert "not written by lowprec" in capsys.readouterr().err
+    assert [p.name for p in mine.iterdir()] == ["chapter1.tex"]
+
+
+def test_default_folder_is_fresh_when_taken(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert str(choose_out_dir(None)) == "lowprec-demo"
+    (tmp_path / "lowprec-demo").mkdir()
+    (tmp_path / "lowprec-demo" / "notes.txt").write_text("someone else's")
+    assert str(choose_out_dir(None)) == "lowprec-demo-2"
+
+
+def test_unknown_policy_is_rejected(capsys):
+    with pytest.raises(SystemExit):
+        main(["train", "--policy", "fp12"])
+    assert "invalid choice" in capsys.readouterr().err
