@@ -34,19 +34,19 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "Cell",
-    "SOLUTION_TAG",
     "EXERCISE_TAG",
-    "parse_cells",
+    "SOLUTION_TAG",
+    "Cell",
+    "hardware_reports",
     "join_cells",
+    "list_tutorials",
+    "output_dir",
+    "parse_cells",
+    "render_notebooks",
+    "show",
     "student_version",
     "tutorials_dir",
-    "list_tutorials",
     "write_student_versions",
-    "render_notebooks",
-    "output_dir",
-    "show",
-    "hardware_reports",
 ]
 
 SOLUTION_TAG = "solution"

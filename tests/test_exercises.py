@@ -293,7 +293,7 @@ def test_smallest_loss_scale(capsys):
     g = rng.standard_normal(4000) * 2.0**-28
     # Reference with numpy's float16: the smallest 2^k with <= 1% zeros and no inf.
     nz = g[g != 0]
-    k = next(k for k in range(0, 60)
+    k = next(k for k in range(60)
              if np.mean((nz * 2.0**k).astype(np.float16) == 0) <= 0.01
              and np.all(np.isfinite((nz * 2.0**k).astype(np.float16))))
     right(capsys, ex.check_smallest_loss_scale, g, "fp16", 2.0**k)

@@ -28,8 +28,8 @@
 # (installed with lowprec). No GPU, no downloads, about 20 minutes.
 
 # %%
-import ml_dtypes
 import matplotlib.pyplot as plt
+import ml_dtypes
 import numpy as np
 
 import lowprec as lp

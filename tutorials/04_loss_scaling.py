@@ -177,7 +177,7 @@ show(fig, "04_grad_scaler_trace")
 # Exercise 1: choosing a static scale
 # BEGIN SOLUTION
 nonzero = act[act != 0]
-for k in range(0, 64):
+for k in range(64):
     with np.errstate(over="ignore"):
         r = lp.round_to(nonzero * 2.0**k, "fp16")
     if np.mean(r == 0) <= 0.01 and np.all(np.isfinite(r)):

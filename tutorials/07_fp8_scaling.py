@@ -29,7 +29,6 @@
 import matplotlib.pyplot as plt
 import numpy as np
 
-import lowprec as lp
 from lowprec import exercises
 from lowprec import plot as lplot
 from lowprec.quant_error import compare_schemes, format_table

@@ -30,8 +30,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import lowprec as lp
-from lowprec import exercises
-from lowprec import mx, nvfp4
+from lowprec import exercises, mx, nvfp4
 from lowprec import plot as lplot
 from lowprec.quant_error import compare_schemes, format_table
 from lowprec.tutorials import show

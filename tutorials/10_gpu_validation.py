@@ -34,8 +34,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import lowprec as lp
-from lowprec import exercises
-from lowprec import gpu, validate
+from lowprec import exercises, gpu, validate
 from lowprec.tutorials import hardware_reports, show
 
 # %% [markdown]
