@@ -13,7 +13,9 @@ autograd and train (precision policies, loss scaling) -> plot, figures, cli.
 0.1015625
 """
 
+from .explain import Explanation, RangeStats, explain, range_stats
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
+from .packing import pack, unpack
 from .rounding import MODES, decode, encode, round_to
 from .arith import add, div, fma, mul, sqrt, sub
 from .matmul import dot, list_models, matmul
@@ -22,15 +24,18 @@ from . import mx, nvfp4, quant_error, scaling
 __version__ = "0.1.0"
 
 __all__ = [
+    "Explanation",
+    "FloatFormat",
     "FORMATS",
     "MODES",
-    "FloatFormat",
+    "RangeStats",
     "add",
     "custom_format",
     "decode",
     "div",
     "dot",
     "encode",
+    "explain",
     "fma",
     "get_format",
     "list_formats",
@@ -38,10 +43,12 @@ __all__ = [
     "matmul",
     "mul",
     "mx",
-    "nvfp4",
+    "pack",
     "quant_error",
+    "range_stats",
     "round_to",
     "scaling",
     "sqrt",
     "sub",
+    "unpack",
 ]

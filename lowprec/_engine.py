@@ -10,9 +10,14 @@ with ``sig`` an unsigned integer, and its output is the format's code plus
 TestFloat-style exception flags. Conversions feed it the significand of a
 float32/float64; arithmetic (``lowprec.arith``) feeds it exact integer results.
 
-The kernels are plain scalar Python compiled by numba. Format parameters
-travel as a tuple of ints (see :func:`format_params`), so one compiled kernel
-serves every format; the rounding mode is an int (see :data:`MODES`).
+The kernels are plain scalar Python compiled by numba. Two fast paths sit on
+top of the reference kernels and are tested equal to them: ``fast_kernel``
+(scalar, float32/float64 bits in) and ``vec32_kernel`` (float32 in, written
+branch-free so that LLVM vectorises it); stochastic rounding makes its random
+words in the kernels from one seed per block (``sr_word``, SplitMix64).
+Format parameters travel as a tuple of ints (see :func:`format_params`), so one
+compiled kernel serves every format; the rounding mode is an int (see
+:data:`MODES`).
 
 Rounding, in one picture. ``shift`` low bits of ``sig`` fall below the
 format's quantum ``2**qe`` at this exponent::
@@ -560,3 +565,285 @@ def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, co
                 code |= signbit_out
             codes[i] = code
     return -1, 0
+
+
+# -------------------------------------------------------- stochastic words
+# Stochastic rounding needs one uniform 64-bit word per element. Drawing them
+# from numpy in the main thread (random_raw, ~3 ns a word) was the bottleneck,
+# so the words are made inside the kernels, in parallel, from a counter-based
+# generator: the input is cut into blocks of SR_BLOCK elements, block k gets
+# one 64-bit seed s_k drawn from the user's numpy Generator (in order), and
+# element j of the block gets
+#
+#     word(s_k, j) = mix64(s_k + (j + 1) * GOLDEN)
+#
+# which is exactly the j-th output of SplitMix64 started from state s_k
+# (G. Steele, D. Lea, C. Flood, "Fast splittable pseudorandom number
+# generators", OOPSLA 2014; the mixer is D. Stafford's "Mix13" variant, as in
+# Java's SplittableRandom and S. Vigna's splitmix64.c). mix64 is a bijection of
+# 64-bit words, SplitMix64 passes TestU01's BigCrush, and the result depends on
+# the seed and the element index only, never on the number of threads.
+SR_BLOCK = 4096
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+@_jit
+def sr_word(seed, j):
+    """The ``j``-th stochastic-rounding word of a block seeded with ``seed``."""
+    z = np.uint64(seed) + np.uint64(j + 1) * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+@_kernel
+def sr_fill(seed, words, n):
+    """words[j] = sr_word(seed, j) for j < n."""
+    for j in range(n):
+        words[j] = sr_word(seed, j)
+
+
+@_kernel
+def sr_expand(seeds, n):
+    """The words of elements 0..n-1 of consecutive blocks seeded by ``seeds``:
+    the same words the rounding kernels make, for code (like lowprec.arith's
+    integer kernels) that takes one word per element."""
+    words = np.empty(n, np.uint64)
+    for j in range(n):
+        words[j] = sr_word(seeds[j // SR_BLOCK], j % SR_BLOCK)
+    return words
+
+
+@_kernel
+def stochastic_kernel(kind, P, xbits, is64, saturate, ftz, seeds, out_bits, out_vals, codes,
+                      flags, want_flags):
+    """Stochastic rounding of ``xbits`` (which starts on a block boundary) with
+    the words of ``seeds`` (one per SR_BLOCK elements), a block at a time.
+
+    ``kind`` picks the kernel that rounds each block: 0 fast_kernel to values,
+    1 fast_kernel to codes, 2 encode_kernel, 3 round_kernel (into out_vals).
+    Arrays a kind does not use may be empty. Returns like the other kernels.
+    """
+    n = xbits.shape[0]
+    words = np.empty(SR_BLOCK, np.uint64)
+    for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
+        a = k * SR_BLOCK
+        b = min(a + SR_BLOCK, n)
+        sr_fill(seeds[k], words, b - a)
+        w = words[:b - a]
+        if kind == 0:
+            bad, st = fast_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                  out_bits[a:b], out_vals[a:b], codes[:0], 0)
+        elif kind == 1:
+            bad, st = fast_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                  out_bits[:0], out_vals[:0], codes[a:b], 1)
+        elif kind == 2:
+            bad, st = encode_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                    codes[a:b], flags[a:b] if want_flags else flags,
+                                    want_flags)
+        else:
+            bad, st = round_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
+                                   out_vals[a:b])
+        if bad >= 0:
+            return a + bad, st
+    return -1, 0
+
+
+# ------------------------------------------------- vectorised float32 path
+# ``vec32_kernel`` is fast_kernel again, for the commonest case (float32 in,
+# float32 values or codes out, a signed format with subnormals whose normal
+# range starts inside float32's), written so that LLVM can vectorise it: the
+# first pass computes every element without a branch or a call (both the
+# normal-range and the subnormal-range candidate, then a select) and only
+# counts the elements it cannot finish (inf, NaN, overflow, stochastic
+# rounding far below the smallest subnormal); a second pass, run only when
+# that count is non-zero, redoes those through convert_one. Stochastic words
+# are made in the loop (sr_word), a block of SR_BLOCK elements per seed.
+@njit(cache=True, nogil=True, inline="always")
+def _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch):
+    """(magnitude bits of the float32 result, code magnitude, needs generic path).
+
+    One rounding for both ranges: the 24-bit significand ``sig`` of the input
+    is rounded at the format's quantum, ``sh`` bits up (``23 - m`` in the
+    normal range, more below it), giving ``r`` quanta; the code magnitude is
+    then ``(binade above emin) << m + r`` in either range, since a carry out
+    of ``r`` steps the exponent field by itself.
+    """
+    m = P[P_M]
+    a = b & 0x7FFFFFFF
+    ef = a >> 23
+    s = b >> 31
+    sig = (a & 0x7FFFFF) | (np.int64(ef != 0) << 23)
+    sh = 23 - m + max(emin_b - max(ef, 1), 0)
+    # Shifts beyond 62 drop every bit of a 24-bit significand alike, except
+    # for stochastic rounding, which the generic path then does exactly.
+    shc = min(sh, 62)
+    r = _round_bits(sig, shc, s, mode, w) >> shc
+    code = (max(ef - emin_b, 0) << m) + r
+    # float32 bits of the value of code: normal codes are the float32 bits
+    # shifted; subnormal ones are float32 subnormals too when emin_b == 1 (bf16),
+    # else float32(r) is exact and its exponent field moves by emin - m (no
+    # float arithmetic on subnormals, slow on x86).
+    bits = (code + ((emin_b - 1) << m)) << (23 - m)
+    if sub_shift < 0 and code < (1 << m):
+        bits = np.int64(np.float32(r).view(np.int32)) + ((P[P_EMIN] - m) << 23)
+        bits = bits if r != 0 else np.int64(0)
+    generic = (a >= 0x7F800000) | (code > P[P_MAXMAG]) | (stoch & (sh > 62))
+    return bits, code, generic
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _vec32_full_one(P, b, mode, w):
+    """_vec32_one for formats with float32's exponent range (emin == -126: bf16,
+    tf32): the float32 bits themselves round at bit 23 - m, float32 subnormals
+    included (their quantum 2**-149 * 2**(23 - m) is the format's), and the
+    code is the top bits of the result."""
+    sh = 23 - P[P_M]
+    a = b & 0x7FFFFFFF
+    a2 = _round_bits(a, sh, b >> 31, mode, w)
+    code = a2 >> sh
+    return a2, code, (a >= 0x7F800000) | (code > P[P_MAXMAG])
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
+    """Pass 1 of vec32_kernel, for one constant ``mode``: every element,
+    without branches or calls, so that LLVM vectorises the loops. Counts, per
+    block, the elements left to :func:`vec32_fixup` in ``todo``."""
+    emin_b = P[P_EMIN] + 127
+    # >= 0: subnormal codes shift into float32 (subnormal) bits like normal ones.
+    sub_shift = 23 - P[P_M] if emin_b == 1 else -1
+    signbit_out = P[P_SIGNBIT]
+    no_negzero = P[P_NAN] == NAN_NEGZERO
+    # Formats with float32's exponent range (bf16, tf32) have a simpler loop.
+    full = emin_b == 1 and not no_negzero
+    stoch = mode == STOCHASTIC
+    n = xbits.shape[0]
+    total = 0
+    # Loops run over block slices from 0, so that LLVM sees unit-stride access.
+    for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
+        lo = k * SR_BLOCK
+        hi = min(lo + SR_BLOCK, n)
+        seed = seeds[k] if stoch else np.uint64(0)
+        xs = xbits[lo:hi]
+        count = 0
+        if want_codes:
+            cs = codes[lo:hi]
+            if full:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_full_one(P, b, mode, w)
+                    count += generic
+                    cs[j] = code | (signbit_out if (b >> 31) != 0 else 0)
+            else:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+                    count += generic
+                    neg = (b >> 31) != 0 and not (no_negzero and code == 0)
+                    cs[j] = code | (signbit_out if neg else 0)
+        else:
+            os_ = out_bits[lo:hi]
+            if full:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_full_one(P, b, mode, w)
+                    count += generic
+                    os_[j] = np.int32(bits | (b & np.int64(-0x80000000)))
+            else:
+                for j in range(hi - lo):
+                    b = np.int64(xs[j])
+                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+                    count += generic
+                    neg = (b >> 31) != 0 and not (no_negzero and bits == 0)
+                    os_[j] = np.int32(bits | (np.int64(-0x80000000) if neg else 0))
+        todo[k] = count
+        total += count
+    return total
+
+
+@_kernel
+def vec32_fixup(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes, todo):
+    """Pass 2 of vec32_kernel: the elements pass 1 left (inf, NaN, overflow,
+    stochastic rounding far below the smallest subnormal), in the blocks that
+    have some, through convert_one. Returns (first invalid index or -1, status)."""
+    emin_b = P[P_EMIN] + 127
+    sub_shift = 23 - P[P_M] if emin_b == 1 else -1
+    stoch = mode == STOCHASTIC
+    n = xbits.shape[0]
+    for k in range(todo.shape[0]):
+        if todo[k] == 0:
+            continue
+        lo = k * SR_BLOCK
+        seed = seeds[k] if stoch else np.uint64(0)
+        for i in range(lo, min(lo + SR_BLOCK, n)):
+            b = np.int64(xbits[i])
+            w = sr_word(seed, i - lo) if stoch else np.uint64(0)
+            bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
+            if generic:
+                c, f, st = convert_one(P, b, False, mode, saturate, False, w)
+                if st != 0:
+                    return i, st
+                if want_codes:
+                    codes[i] = c
+                else:
+                    out_bits[i] = np.float32(decode_one(P, c)).view(np.int32)
+    return -1, 0
+
+
+# Pass 1 kernels, one per rounding mode (compiled on first use), indexed by the
+# mode int. Each takes (P, xbits, seeds, out_bits, codes, want_codes, todo).
+@_kernel
+def _vec32_rne(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RNE, seeds, out_bits, codes, want_codes, todo)
+
+
+@_kernel
+def _vec32_rna(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RNA, seeds, out_bits, codes, want_codes, todo)
+
+
+@_kernel
+def _vec32_rtz(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RTZ, seeds, out_bits, codes, want_codes, todo)
+
+
+@_kernel
+def _vec32_rup(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RUP, seeds, out_bits, codes, want_codes, todo)
+
+
+@_kernel
+def _vec32_rdown(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, RDOWN, seeds, out_bits, codes, want_codes, todo)
+
+
+@_kernel
+def _vec32_odd(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, ODD, seeds, out_bits, codes, want_codes, todo)
+
+
+@_kernel
+def _vec32_stochastic(P, xbits, seeds, out_bits, codes, want_codes, todo):
+    return _vec32_run(P, xbits, STOCHASTIC, seeds, out_bits, codes, want_codes, todo)
+
+
+VEC32_KERNELS = (_vec32_rne, _vec32_rna, _vec32_rtz, _vec32_rup, _vec32_rdown, _vec32_odd,
+                 _vec32_stochastic)
+
+
+def vec32_kernel(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):
+    """Round float32 bits ``xbits`` (uint32) into ``out_bits`` (the int32 view
+    of a float32 result) or ``codes``, the same as fast_kernel; ``seeds``: one
+    per SR_BLOCK elements (stochastic only). Returns (first invalid index or
+    -1, status). Both passes release the GIL."""
+    todo = np.empty((xbits.shape[0] + SR_BLOCK - 1) // SR_BLOCK, np.int64)
+    if VEC32_KERNELS[mode](P, xbits, seeds, out_bits, codes, want_codes, todo) == 0:
+        return -1, 0
+    return vec32_fixup(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes, todo)

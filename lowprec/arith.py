@@ -222,7 +222,9 @@ def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, ge
     P = _engine.format_params(fmt)
     m = _MODE_INT[mode]
 
-    def run(start: int, stop: int, rnd: np.ndarray) -> tuple[int, int]:
+    def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
+        # Stochastic: the words round_to would use for the same elements and seed.
+        rnd = _engine.sr_expand(seeds, stop - start) if seeds.shape[0] else seeds
         part = [x if x.shape[0] == 1 else x[start:stop] for x in (a, b, c)]
         bad = _arith.op_kernel(P, op, part[0], part[1], part[2], m, saturate, not subnormals,
                                rnd, out[start:stop], flag_arr[start:stop] if flags else flag_arr,
@@ -232,8 +234,9 @@ def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, ge
     no_rnd = np.empty(0, dtype=np.uint64)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
-        rnd = _random_words(gen, stop - start) if stochastic else no_rnd
-        for bad, _ in _collect(_submit(run, start, stop, rnd)):
+        seeds = (_random_words(gen, -(-(stop - start) // _engine.SR_BLOCK)) if stochastic
+                 else no_rnd)
+        for bad, _ in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
                 args = ", ".join(repr(float(decode(x[0 if x.shape[0] == 1 else bad]
                                                    .astype(fmt.code_dtype), fmt)))

@@ -5,7 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .formats import get_format, list_formats
+import numpy as np
+
+from .explain import explain
+from .formats import FloatFormat, get_format, list_formats, reference_dtype
+from .rounding import MODES, check_mode, decode
 
 
 def _fmt_value(v: float) -> str:
@@ -13,8 +17,11 @@ def _fmt_value(v: float) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    """Table of formats: bits, range, precision."""
+    """Table of formats: bits, range, precision; one format: all about it."""
     fmts = [get_format(n) for n in args.formats] if args.formats else list_formats()
+    if len(args.formats) == 1:
+        print(format_detail(fmts[0]))
+        return 0
     header = ("format", "bits", "E", "M", "bias", "max", "min normal", "min subnormal",
               "eps", "binades", "inf", "NaN")
     rows = [header]
@@ -138,6 +145,62 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+_PACKED = {4: "2 per byte", 6: "4 per 3 bytes"}
+
+
+def format_detail(f: FloatFormat) -> str:
+    """Everything about one format, for ``lowprec info FORMAT``."""
+    sign = "1 sign bit, " if f.signed else "no sign bit, "
+    nan = {"ieee": "exponent all ones, mantissa non-zero (IEEE)",
+           "max": "only the all-ones magnitude S.1...1 (OCP 'fn')",
+           "negzero": "only the code of -0, 0x" + format(f.sign_mask, "x") + " ('fnuz')",
+           "none": "none"}[f.nan]
+    lines = [
+        f"{f.name}: {f.description}" if f.description else f.name,
+        (f"  layout           {f.width} bits: {sign}{f.exponent_bits} exponent, "
+         f"{f.mantissa_bits} mantissa (precision {f.precision} bit"
+         f"{'s' if f.precision > 1 else ''})"),
+        f"  exponent bias    {f.bias}  (emin {f.emin}, emax {f.emax})",
+        f"  largest          {f.max!r}",
+        f"  smallest normal  {f.smallest_normal!r}",
+        f"  smallest > 0     {f.smallest_subnormal!r}"
+        + ("  (subnormal)" if f.has_subnormals else "  (no subnormals, no zero)"),
+        f"  epsilon          {f.eps!r}  (unit roundoff {f.unit_roundoff!r})",
+        f"  finite values    {f.num_finite:,}  ({f.dynamic_range_binades:.1f} binades)",
+        f"  infinity         {'yes' if f.has_inf else 'no'}",
+        f"  NaN              {nan}",
+        f"  negative zero    {'yes' if f.has_negative_zero else 'no'}",
+        f"  storage          {f.code_dtype.name} codes" + (
+            f"; packed {_PACKED.get(f.width, f'{f.width} bits each')} (lowprec.pack)"
+            if f.width < 8 else ""),
+    ]
+    ref = reference_dtype(f)
+    if ref is not None:
+        lines.append(f"  same as          numpy/ml_dtypes {ref.name}")
+    if f.width <= 6:  # small enough to list: 8 codes a line
+        values = decode(np.arange(1 << f.width), f)
+        cells = [f"{c:#04x}={v:<7g}" for c, v in enumerate(values)]
+        for k in range(0, len(cells), 8):
+            lines.append(("  codes            " if k == 0 else " " * 19)
+                         + " ".join(cells[k:k + 8]).rstrip())
+    return "\n".join(lines)
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    """How each value rounds to each format."""
+    names = [n for group in (args.format or ["fp16,bf16,fp8_e4m3,fp8_e5m2"])
+             for n in group.split(",") if n.strip()]
+    fmts = [get_format(n) for n in names]  # unknown names fail before any output
+    mode = check_mode(args.mode)
+    blocks = []
+    for value in args.values:
+        for f in fmts:
+            rng = args.seed if mode == "stochastic" else None
+            blocks.append(str(explain(value, f, mode, saturate=args.saturate, rng=rng)))
+    print("\n\n".join(blocks))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lowprec",
@@ -160,6 +223,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-execute", action="store_true", help="render: do not run the cells")
     p.add_argument("--only", nargs="+", metavar="NN", help="render: only these tutorials (01 05)")
     p.set_defaults(func=cmd_tutorials)
+    p = sub.add_parser(
+        "explain", help="how a value rounds to a format: bits, neighbours, error",
+        description="Round each VALUE to each format and explain the result. A VALUE is "
+        "taken exactly as written: 0.1 means 1/10, and fractions like 1/3 work too.")
+    p.add_argument("values", nargs="+", metavar="VALUE",
+                   help="numbers: 0.1, 3e-5, 1/3, inf, nan (put -- before negative ones)")
+    p.add_argument("-f", "--format", action="append", metavar="FORMAT",
+                   help="format name(s), repeat or comma-separate "
+                   "(default: fp16,bf16,fp8_e4m3,fp8_e5m2)")
+    p.add_argument("-m", "--mode", default="rne",
+                   help="rounding mode: " + ", ".join(MODES) + " (default rne)")
+    p.add_argument("--saturate", action="store_true", help="clamp overflow to +-max")
+    p.add_argument("--seed", type=int, default=0, help="seed for --mode stochastic")
+    p.set_defaults(func=cmd_explain)
     _add_train_parsers(sub)
     p = sub.add_parser("validate", help="check GPU kernels bit for bit against the emulator")
     p.add_argument("--gpu", action="store_true",

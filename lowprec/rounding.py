@@ -53,7 +53,7 @@ _MODE_ALIASES = {
     "ru": "rup", "up": "rup", "rd": "rdown", "down": "rdown",
     "sr": "stochastic", "round_to_odd": "odd",
 }
-_CHUNK = 1 << 20  # elements per chunk (random words are drawn a chunk at a time)
+_CHUNK = 1 << 20  # elements per chunk (a multiple of _engine.SR_BLOCK)
 
 
 def check_mode(mode: str) -> str:
@@ -126,8 +126,9 @@ def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
 
 
 def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
-    """n uniform 64-bit words: the raw output of the Generator's bit generator
-    (PCG64, SFC64, Philox, MT19937 all give full 64-bit words)."""
+    """n uniform 64-bit words (stochastic rounding's block seeds): the raw output
+    of the Generator's bit generator (PCG64, SFC64, Philox, MT19937 all give full
+    64-bit words)."""
     return rng.bit_generator.random_raw(n)
 
 
@@ -165,19 +166,23 @@ def _threads() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
-def _submit(run, start: int, stop: int, rnd: np.ndarray) -> list:
-    """Start converting start..stop, split across threads; returns the pending
-    results, each ``(offset, future)`` (or ``(offset, (bad, status))`` when run inline)."""
-    nt = _threads()
+def _submit(run, start: int, stop: int, seeds: np.ndarray) -> list:
+    """Start converting start..stop, split across threads at multiples of
+    SR_BLOCK (so each part starts on a stochastic-rounding block); returns the
+    pending results, each ``(offset, future)`` (or ``(offset, (bad, status))``
+    when run inline). ``seeds`` holds one seed per block of start..stop (or none)."""
     n = stop - start
-    if nt == 1 or n < 1 << 15:
-        return [(start, run(start, stop, rnd))]
+    nt = _threads() if n >= 1 << 15 else 1  # small arrays: no thread hand-off
+    if nt == 1:
+        return [(start, run(start, stop, seeds))]
     global _POOL
     if _POOL is None or _POOL._max_workers != nt:  # noqa: SLF001
         _POOL = ThreadPoolExecutor(max_workers=nt, thread_name_prefix="lowprec")
-    cuts = [start + (n * k) // nt for k in range(nt + 1)]
+    block = _engine.SR_BLOCK
+    cuts = [start + ((n * k) // nt) // block * block for k in range(nt)] + [stop]
     return [
-        (a, _POOL.submit(run, a, b, rnd[a - start:b - start] if rnd.shape[0] else rnd))
+        (a, _POOL.submit(run, a, b,
+                         seeds[(a - start) // block:] if seeds.shape[0] else seeds))
         for a, b in zip(cuts[:-1], cuts[1:])
     ]
 
@@ -217,43 +222,73 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
     bits = x_flat.view(np.uint64 if is64 else np.uint32)
     no_rnd = np.empty(0, dtype=np.uint64)
     # The fast path needs the output to be of the input's type and a signed
-    # format with subnormals whose values fit that type.
-    fast = fmt.signed and fmt.has_subnormals and (
+    # format with subnormals whose values fit that type. Formats without
+    # mantissa bits are left to the reference: fast_kernel takes the parity for
+    # ties-to-even from the input's bits, which for m = 0 is the exponent's
+    # last bit, not the significand's (always 1: ties go up, as in ml_dtypes'
+    # e8m0).
+    fast = fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and (
         (fmt.fits_float32 if not is64 else fmt.emin >= -1022)
     ) and (to_codes or out.dtype == x_flat.dtype)
+    # The vectorised float32 path: float32 in, no flags, no flush to zero, and a
+    # format whose normal range starts inside float32's.
+    vec = (fast and not is64 and subnormals and not want_flags and fmt.emin >= -126
+           and (fmt.emin == -126 or fmt.smallest_subnormal_exponent >= -126))
     no_bits = np.empty(0, dtype=bits.dtype)
     no_vals = np.empty(0, dtype=x_flat.dtype)
     no_codes = np.empty(0, dtype=fmt.code_dtype)
+    no_i32 = np.empty(0, dtype=np.int32)
     n = bits.shape[0]
 
-    def run(start: int, stop: int, rnd: np.ndarray) -> tuple[int, int]:
+    def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
         """Convert elements start..stop (a compiled kernel; releases the GIL)."""
         xb = bits[start:stop]
+        ftz = not subnormals
+        if vec:
+            if to_codes:
+                return _engine.vec32_kernel(P, xb, m, saturate, seeds, no_i32,
+                                            out_flat[start:stop], 1)
+            return _engine.vec32_kernel(P, xb, m, saturate, seeds,
+                                        out_flat[start:stop].view(np.int32), no_codes, 0)
+        if stochastic:
+            o = out_flat[start:stop]
+            if fast and not want_flags:
+                if to_codes:
+                    return _engine.stochastic_kernel(1, P, xb, is64, saturate, ftz, seeds,
+                                                     no_bits, no_vals, o, flags_flat, False)
+                return _engine.stochastic_kernel(0, P, xb, is64, saturate, ftz, seeds,
+                                                 o.view(bits.dtype), o, no_codes, flags_flat,
+                                                 False)
+            if to_codes:
+                fl = flags_flat[start:stop] if want_flags else flags_flat
+                return _engine.stochastic_kernel(2, P, xb, is64, saturate, ftz, seeds,
+                                                 no_bits, no_vals, o, fl, want_flags)
+            return _engine.stochastic_kernel(3, P, xb, is64, saturate, ftz, seeds,
+                                             no_bits, o, no_codes, flags_flat, False)
         if fast and not want_flags:
             if to_codes:
-                return _engine.fast_kernel(P, xb, is64, m, saturate, not subnormals, rnd,
+                return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
                                            no_bits, no_vals, out_flat[start:stop], 1)
             ob = out_flat[start:stop]
-            return _engine.fast_kernel(P, xb, is64, m, saturate, not subnormals, rnd,
+            return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
                                        ob.view(bits.dtype), ob, no_codes, 0)
         if to_codes:
             return _engine.encode_kernel(
-                P, xb, is64, m, saturate, not subnormals, rnd, out_flat[start:stop],
+                P, xb, is64, m, saturate, ftz, no_rnd, out_flat[start:stop],
                 flags_flat[start:stop] if want_flags else flags_flat, want_flags)
-        return _engine.round_kernel(P, xb, is64, m, saturate, not subnormals, rnd,
+        return _engine.round_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
                                     out_flat[start:stop])
 
-    # Random words are drawn in order, a chunk at a time, so results depend on
-    # the seed only, never on the number of threads; the next chunk's words are
-    # drawn while the threads convert this one.
-    starts = list(range(0, n, _CHUNK))
-    rnd = _random_words(gen, min(_CHUNK, n)) if stochastic else no_rnd
-    for start in starts:
+    # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements is
+    # drawn from the Generator, in order, a chunk at a time; the kernels make
+    # each element's word from its block's seed and its index in the block
+    # (see _engine.sr_word). Results depend on the seed only, never on the
+    # number of threads.
+    block = _engine.SR_BLOCK
+    for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
-        pending = _submit(run, start, stop, rnd)
-        if stochastic and stop < n:
-            rnd = _random_words(gen, min(_CHUNK, n - stop))
-        for bad, status in _collect(pending):
+        seeds = _random_words(gen, -(-(stop - start) // block)) if stochastic else no_rnd
+        for bad, status in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
                 _raise_status(x_flat, bad, status, fmt)
     if scalar:
@@ -289,8 +324,11 @@ def round_to(
     subnormals:
         ``False`` flushes subnormal results to signed zero.
     rng:
-        For ``stochastic`` only: a ``numpy.random.Generator`` or a seed. Each
-        element consumes one 64-bit word; the same seed gives the same result.
+        For ``stochastic`` only: a ``numpy.random.Generator`` or a seed. One
+        64-bit seed is drawn from it per block of 4096 elements, and each
+        element's uniform 64-bit word is made from its block's seed by
+        SplitMix64 (``lowprec._engine.sr_word``); the same seed gives the same
+        result, whatever the number of threads.
 
     Returns
     -------
