@@ -152,3 +152,38 @@ def unpack_bits(data: np.ndarray, width: int, n: int) -> np.ndarray:
     for i in range(per):
         out[:, i] = (words >> np.uint64(i * width)) & mask
     return out.reshape(-1)[:n]
+
+
+def unpack_scaled(data: Any, shape: tuple[int, ...], axis: int, block_size: int,
+                  element_bits: int, header_bytes: int, what: str):
+    """Undo the packed layout shared by MX and NVFP4 tensors.
+
+    The layout is ``header_bytes`` bytes (NVFP4's FP32 tensor scale; none for MX),
+    one scale byte per block (blocks in C order, block index last), then the
+    element codes as a little-endian bit stream (:func:`pack_bits`).
+
+    Returns ``(header, scale_codes, element_codes, shape, axis, block_size)`` with
+    the scales and codes shaped as the tensor's own arrays.
+    """
+    shape = tuple(int(s) for s in shape)
+    if not shape:
+        raise ValueError("shape must have at least one dimension")
+    axis = normalize_axis(axis, len(shape))
+    block_size = check_block_size(block_size)
+    buf = (np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray))
+           else np.asarray(data))
+    moved_shape = shape[:axis] + shape[axis + 1:]
+    nb = -(-shape[axis] // block_size)
+    n_blocks = int(np.prod(moved_shape, dtype=np.int64)) * nb
+    n_elems = n_blocks * block_size
+    need = header_bytes + n_blocks + -(-n_elems * element_bits // 8)
+    if buf.shape[0] != need:
+        raise ValueError(f"packed {what} data of shape {shape} with block_size {block_size} "
+                         f"is {need} bytes, got {buf.shape[0]}")
+    header = buf[:header_bytes]
+    body = buf[header_bytes:]
+    scales = np.moveaxis(body[:n_blocks].reshape(moved_shape + (nb,)), -1, axis)
+    elems = unpack_bits(body[n_blocks:], element_bits, n_elems)
+    codes = from_blocks(elems.reshape(moved_shape + (nb, block_size)), axis, shape[axis])
+    return (header, np.ascontiguousarray(scales), np.ascontiguousarray(codes), shape, axis,
+            block_size)

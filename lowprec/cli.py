@@ -70,6 +70,13 @@ def cmd_tutorials(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_figures(args: argparse.Namespace) -> int:
+    """Regenerate the PNGs of figures/ (lowprec.figures)."""
+    from .figures import run
+
+    return run(args)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Train the standard precision presets side by side (lowprec.train.demo)."""
     from .train.demo import DEMO_POLICIES, run_demo
@@ -210,6 +217,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("info", help="table of formats")
     p.add_argument("formats", nargs="*", metavar="FORMAT", help="formats to show (default: all)")
     p.set_defaults(func=cmd_info)
+    p = sub.add_parser("figures", help="regenerate every PNG in figures/ from code")
+    p.add_argument("--out", default="figures", help="folder for the PNGs (default: figures)")
+    p.add_argument("names", nargs="*", metavar="FIGURE", help="figures to draw (default: all)")
+    p.add_argument("--list", action="store_true", help="list the figures and exit")
+    p.set_defaults(func=cmd_figures)
     p = sub.add_parser(
         "tutorials", help="list tutorials, write the student version, render notebooks",
         description="Teacher's tools. 'student DIR' writes the tutorials with every solution "

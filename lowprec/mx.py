@@ -332,27 +332,9 @@ class MXTensor:
     ) -> MXTensor:
         """Rebuild an :class:`MXTensor` from :meth:`pack`'s bytes."""
         mxf = get_mx_format(fmt)
-        shape = tuple(int(s) for s in shape)
-        if not shape:
-            raise ValueError("shape must have at least one dimension")
-        axis = _blocks.normalize_axis(axis, len(shape))
-        block_size = _blocks.check_block_size(block_size)
-        buf = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray)) \
-            else np.asarray(data)
-        moved_shape = shape[:axis] + shape[axis + 1:]
-        nb = -(-shape[axis] // block_size)
-        n_blocks = int(np.prod(moved_shape, dtype=np.int64)) * nb
-        n_elems = n_blocks * block_size
-        need = n_blocks + -(-n_elems * mxf.element_bits // 8)
-        if buf.shape[0] != need:
-            raise ValueError(f"packed {mxf.name} data of shape {shape} with block_size "
-                             f"{block_size} is {need} bytes, got {buf.shape[0]}")
-        scales = np.moveaxis(buf[:n_blocks].reshape(moved_shape + (nb,)), -1, axis)
-        elems = _blocks.unpack_bits(buf[n_blocks:], mxf.element_bits, n_elems)
-        elems = elems.reshape(moved_shape + (nb, block_size))
-        codes = _blocks.from_blocks(elems, axis, shape[axis])
-        return cls(np.ascontiguousarray(codes), np.ascontiguousarray(scales), mxf, shape,
-                   axis, block_size, _check_rule(scale_rule))
+        _, scales, codes, shape, axis, block_size = _blocks.unpack_scaled(
+            data, shape, axis, block_size, mxf.element_bits, 0, mxf.name)
+        return cls(codes, scales, mxf, shape, axis, block_size, _check_rule(scale_rule))
 
     unpack = from_packed
 

@@ -135,27 +135,10 @@ class NVFP4Tensor:
     def from_packed(cls, data: bytes | np.ndarray, shape: tuple[int, ...], axis: int = -1,
                     block_size: int = 16) -> NVFP4Tensor:
         """Rebuild an :class:`NVFP4Tensor` from :meth:`pack`'s bytes."""
-        shape = tuple(int(s) for s in shape)
-        if not shape:
-            raise ValueError("shape must have at least one dimension")
-        axis = _blocks.normalize_axis(axis, len(shape))
-        block_size = _blocks.check_block_size(block_size)
-        buf = np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray)) \
-            else np.asarray(data)
-        moved_shape = shape[:axis] + shape[axis + 1:]
-        nb = -(-shape[axis] // block_size)
-        n_blocks = int(np.prod(moved_shape, dtype=np.int64)) * nb
-        need = 4 + n_blocks + -(-n_blocks * block_size * 4 // 8)
-        if buf.shape[0] != need:
-            raise ValueError(f"packed NVFP4 data of shape {shape} with block_size {block_size} "
-                             f"is {need} bytes, got {buf.shape[0]}")
-        gs = buf[:4].copy().view("<f4")[0]
-        scales = np.moveaxis(buf[4:4 + n_blocks].reshape(moved_shape + (nb,)), -1, axis)
-        elems = _blocks.unpack_bits(buf[4 + n_blocks:], 4, n_blocks * block_size)
-        codes = _blocks.from_blocks(elems.reshape(moved_shape + (nb, block_size)), axis,
-                                    shape[axis])
-        return cls(np.ascontiguousarray(codes), np.ascontiguousarray(scales), _F32(gs), shape,
-                   axis, block_size)
+        header, scales, codes, shape, axis, block_size = _blocks.unpack_scaled(
+            data, shape, axis, block_size, 4, 4, "NVFP4")
+        gs = header.copy().view("<f4")[0]
+        return cls(codes, scales, _F32(gs), shape, axis, block_size)
 
     unpack = from_packed
 

@@ -220,9 +220,9 @@ def test_specials_and_api():
 
 
 def test_readme_section_example_runs():
-    """The code block of docs/readme/arith.md runs as written."""
+    """The code block of docs/arithmetic.md runs as written."""
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "readme" / "arith.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "arithmetic.md").read_text()
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "arith.md", "exec"), {})  # noqa: S102 (our own README example)

@@ -1,5 +1,5 @@
 """scripts/sweep_float32.py runs and finds no mismatch (on a small subset: the
-full 2**32 sweep is run by hand, see docs/readme/core-tests.md)."""
+full 2**32 sweep is run by hand, see docs/correctness.md)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 The underflow task (grad_exp = 18, 300 steps, seed 0) separates the presets by wide
 margins: measured gaps are 5-20x the tolerances used here, and the same holds for seeds
-1 and 2 (see docs/readme/trainer.md for the tuning).
+1 and 2 (see docs/training.md for the tuning).
 """
 
 from __future__ import annotations

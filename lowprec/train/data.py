@@ -16,7 +16,7 @@ shape and the optimizer settings it trains well with.
     times smaller, which moves the histogram of ``log2|g|`` ``k`` binades to the
     left, below FP16's smallest subnormal (``2**-24``). Small loss weights,
     losses normalised by large token counts and deep networks do the same in
-    practice. See docs/readme/trainer.md for how ``k`` was chosen.
+    practice. See docs/training.md for how ``k`` was chosen.
 ``regression``
     Inputs ``x ~ N(0, I)`` in 32 dimensions, targets the 10 outputs of a fixed
     random two-layer tanh network (the teacher), mean squared error.

@@ -1,0 +1,379 @@
+"""Regenerate every PNG in ``figures/`` from code: ``lowprec figures [--out DIR]``.
+
+Each figure is a small function that builds a :class:`matplotlib.figure.Figure`
+(no pyplot, no global settings) from seeded data, so the files are the same on
+every run with the same library versions (fixed dpi, no date or software in the
+PNG metadata). A figure whose data comes from a part of lowprec that is not
+installed yet is skipped with a note.
+
+    python -m lowprec.figures --out figures/
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from . import plot as lpp
+
+DPI = 110
+_PNG_METADATA = {"Software": None}  # nothing that changes between runs or versions
+
+
+class FigureSkipped(Exception):
+    """A figure cannot be drawn yet (its data source is missing); the message says why."""
+
+
+def _fig(w: float, h: float) -> Figure:
+    return Figure(figsize=(w, h), layout="constrained")
+
+
+def _synthetic_gradients(n: int = 200_000, seed: int = 0) -> np.ndarray:
+    """Log-normal magnitudes with random signs, most of them below 2^-24 (the shape of
+    the activation gradients in Micikevicius et al. 2018, Fig. 3), plus 3% exact zeros."""
+    rng = np.random.default_rng(seed)
+    mag = np.exp2(rng.normal(-30.0, 5.5, n))
+    sign = rng.choice([-1.0, 1.0], n)
+    x = sign * mag
+    x[rng.random(n) < 0.03] = 0.0
+    return x
+
+
+# ------------------------------------------------------------------ figures
+def underflow_fp16() -> Figure:
+    """Histogram of synthetic gradients against fp16's regions, with and without loss scale 2^12."""
+    fig = _fig(10, 4.6)
+    ax = fig.add_subplot()
+    lpp.underflow_histogram(_synthetic_gradients(), "fp16", loss_scale=2.0**12,
+                            label="gradient x (synthetic)", ax=ax,
+                            title="FP16 flushes most small gradients to zero; a loss scale "
+                                  "S = $2^{12}$ saves them")
+    return fig
+
+
+def underflow_formats() -> Figure:
+    """The same gradients against fp16, bf16, fp8_e4m3 and fp8_e5m2 at once."""
+    fig = _fig(10, 5.2)
+    ax = fig.add_subplot()
+    lpp.underflow_histogram(_synthetic_gradients(), ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"],
+                            label="gradient x (synthetic)", ax=ax,
+                            title="The same gradients in four formats: bf16 keeps them all, "
+                                  "FP8 loses most")
+    return fig
+
+
+def number_lines() -> Figure:
+    """Every positive value of fp4_e2m1 and fp8_e4m3 on linear and log2 axes, ulp per binade."""
+    fig = _fig(10, 7.6)
+    axes = fig.subplots(3, 1)
+    lpp.number_line("fp4_e2m1", ax=axes[0])
+    lpp.number_line("fp8_e4m3", ax=axes[1])
+    lpp.number_line("fp8_e4m3", scale="log2", ax=axes[2],
+                    title="The same fp8_e4m3 values on a log2 axis: every binade holds 8 "
+                          "values")
+    return fig
+
+
+def format_ranges() -> Figure:
+    """Range (binades, subnormals hatched) and precision of nine formats side by side."""
+    fig = _fig(10, 4.4)
+    ax = fig.add_subplot()
+    lpp.format_comparison(["fp32", "tf32", "bf16", "fp16", "fp8_e5m2", "fp8_e4m3", "fp6_e3m2",
+                           "fp6_e2m3", "fp4_e2m1"], ax=ax)
+    return fig
+
+
+def ulp_spacing() -> Figure:
+    """Gap to the next value against the value: the ulp staircase of four formats."""
+    fig = _fig(8, 5.2)
+    ax = fig.add_subplot()
+    lpp.spacing(["fp16", "fp8_e5m2", "fp8_e4m3", "fp4_e2m1"], ax=ax)
+    return fig
+
+
+def rounding_error() -> Figure:
+    """Relative rounding error across binades for fp8_e4m3 and fp8_e5m2 (round to nearest even)."""
+    fig = _fig(10, 7.5)
+    axes = fig.subplots(2, 1, sharex=True, sharey=True)
+    lpp.relative_error("fp8_e4m3", ax=axes[0])
+    lpp.relative_error("fp8_e5m2", ax=axes[1])
+    axes[0].set_xlabel("")
+    return fig
+
+
+def stochastic_rounding() -> Figure:
+    """10,000 stochastic roundings of 0.3 to fp8_e4m3 against the two neighbours."""
+    fig = _fig(7.5, 4.6)
+    ax = fig.add_subplot()
+    lpp.stochastic_rounding(0.3, "fp8_e4m3", n=10_000, rng=0, ax=ax)
+    return fig
+
+
+def stochastic_sum() -> Figure:
+    """Adding 0.001 four thousand times in bf16: round-to-nearest stalls at 0.5,
+    stochastic rounding follows the exact sum."""
+    from .rounding import round_to
+
+    n, inc, seeds = 4000, 0.001, 5
+    rng = np.random.default_rng(0)
+    rne = np.empty(n)
+    sr = np.empty((n, seeds))
+    a, b = 0.0, np.zeros(seeds)
+    for i in range(n):
+        a = float(round_to(a + inc, "bf16"))
+        b = round_to(b + inc, "bf16", "stochastic", rng=rng)
+        rne[i], sr[i] = a, b
+    fig = _fig(8, 4.6)
+    ax = fig.add_subplot()
+    lpp.running_sum({"bf16, round to nearest even": rne, "bf16, stochastic rounding": sr},
+                    exact=inc * np.arange(1, n + 1), ax=ax,
+                    title="Adding 0.001 in bf16: round-to-nearest stalls at 0.5 (half an ulp "
+                          "there is 0.002)")
+    return fig
+
+
+def _need(module: str, branch: str):
+    """Import ``lowprec.<module>``, or skip the figure while that part is missing."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"lowprec.{module}")
+    except ImportError as exc:
+        raise FigureSkipped(f"lowprec.{module} is not installed yet (branch {branch}): "
+                            f"{exc}") from None
+
+
+#: The presets compared in the training figures, and the length of their runs.
+TRAINING_POLICIES = ("fp32", "fp16-naive", "fp16-static", "fp16-amp", "bf16-pure",
+                     "bf16-pure-sr", "bf16-master")
+TRAINING_STEPS = 300
+
+
+@functools.lru_cache(maxsize=1)
+def _training_runs() -> dict:
+    """One seeded run per preset on the "underflow" task (shared by the training figures)."""
+    train = _need("train", "trainer")
+    runs = {p: train.train(p, "underflow", steps=TRAINING_STEPS, seed=0, eval_every=25)
+            for p in TRAINING_POLICIES}
+    # PyTorch's GradScaler defaults never change the scale in 300 steps here; start it
+    # too high and let it grow every 25 steps to show back-off and skipped steps.
+    amp = train.get_policy("fp16-amp").replace(name="fp16-amp from $2^{40}$, growing every 25",
+                                               init_scale=2.0**40, growth_interval=25)
+    with np.errstate(over="ignore", invalid="ignore"):  # the overflowing steps are the point
+        runs[amp.name] = train.train(amp, "underflow", steps=TRAINING_STEPS, seed=0,
+                                     eval_every=25)
+    return runs
+
+
+def _pick(runs: dict, preferred: str, summary_key: str):
+    """The run named ``preferred``, else the one with the largest ``summary[summary_key]``."""
+    if preferred in runs:
+        return runs[preferred]
+    return max(runs.values(), key=lambda r: r.summary.get(summary_key) or 0.0)
+
+
+def training_comparison(runs: dict | None = None) -> Figure:
+    """Loss and accuracy of the precision presets on the underflow task (real runs)."""
+    if runs is None:
+        runs = {p: r for p, r in _training_runs().items() if p in TRAINING_POLICIES}
+    fig = _fig(12, 4.8)
+    ax1, ax2 = fig.subplots(1, 2)
+    task = next(iter(runs.values())).task
+    lpp.training_curves(runs, "loss", ax=ax1, show_train=False,
+                        title=f"Held-out loss per precision preset ({task} task)")
+    lpp.training_curves(runs, "acc", ax=ax2, show_train=False,
+                        title="Held-out accuracy per precision preset")
+    return fig
+
+
+def training_underflow(runs: dict | None = None) -> Figure:
+    """Inside the runs: gradients flushed to zero, updates lost, the loss-scale trace."""
+    runs = runs if runs is not None else _training_runs()
+    fig = _fig(15, 4.6)
+    ax1, ax2, ax3 = fig.subplots(1, 3)
+    lpp.underflow_per_layer(_pick(runs, "fp16-naive", "grad_underflow_pct"), ax=ax1)
+    lpp.lost_updates(_pick(runs, "bf16-pure", "lost_update_pct"), ax=ax2)
+    scaled = {k: r for k, r in runs.items()
+              if r.policy_config.get("loss_scaling", "none") != "none"} or runs
+    lpp.loss_scale_trace(scaled, ax=ax3,
+                         title="Loss scale; × = step skipped (inf/NaN gradients)")
+    return fig
+
+
+def underflow_run(runs: dict | None = None) -> Figure:
+    """Real activation gradients of the fp32 run against fp16, with the static scale 2^12."""
+    runs = runs if runs is not None else _training_runs()
+    run = runs.get("fp32") or next(iter(runs.values()))
+    g = lpp.gradient_samples(run, "act_grad")
+    fig = _fig(10, 4.6)
+    ax = fig.add_subplot()
+    lpp.underflow_histogram(g, "fp16", loss_scale=2.0**12, ax=ax, label="gradient g",
+                            title=f"Activation gradients of a real {run.policy} run against "
+                                  "FP16, unscaled and with S = $2^{12}$")
+    return fig
+
+
+def demo_figures(runs: dict, out: str | Path) -> list[Path]:
+    """The training figures of ``lowprec demo``'s runs (policy -> RunResult), into ``out``."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, build in (("training_comparison", training_comparison),
+                        ("training_underflow", training_underflow),
+                        ("underflow_run", underflow_run)):
+        path = out / f"{name}.png"
+        save(build(dict(runs)), path)
+        written.append(path)
+    return written
+
+
+def scaling_schemes() -> Figure:
+    """SQNR of per-tensor, MX and NVFP4 scaling against block size; one outlier under
+    per-tensor against per-block scaling."""
+    qe = _need("quant_error", "scaled")
+    rng = np.random.default_rng(0)
+    # Heavy-tailed like activations: Student t with 4 degrees of freedom.
+    x = rng.standard_t(4, (64, 1024)).astype(np.float32)
+    blocks = [8, 16, 32, 64, 128]
+    blocked = {"MXFP8 (E4M3, E8M0 scales)": "mxfp8_e4m3",
+               "MXFP8, scale rounded up (rule=rceil)": "mxfp8_e4m3:rule=rceil",
+               "MXFP6 (E3M2)": "mxfp6_e3m2",
+               "MXFP4 (E2M1)": "mxfp4", "NVFP4 (E2M1, E4M3 scales)": "nvfp4"}
+    errors: dict = {}
+    for label, kind in blocked.items():
+        res = qe.compare_schemes(x, [f"{kind}:block={b}" for b in blocks])
+        errors[label] = {b: r.sqnr_db for b, r in zip(blocks, res)}
+    for label, spec in {"per-tensor FP8 E4M3": "per_tensor:fp8_e4m3",
+                        "per-tensor FP4 E2M1": "per_tensor:fp4_e2m1"}.items():
+        errors[label] = qe.compare_schemes(x, [spec])[0].sqnr_db
+
+    fig = _fig(11, 4.6)
+    ax1, ax2 = fig.subplots(1, 2, width_ratios=[1, 1.25])
+    lpp.scheme_errors(errors, ax=ax1, metric="SQNR (dB, higher is better)", logy=False,
+                      title="SQNR per scheme and block size\n(64×1024 tensor, Student t with 4 d.o.f.)")
+    ax1.set_ylim(0, None)
+    ax1.legend(loc="lower center", ncols=2, fontsize=7.5)
+    v = np.abs(rng.standard_normal(128)) + 0.05
+    v[37] = 2000.0
+    q = {label: np.asarray(qe.parse_scheme(spec).quantize(v)[0])
+         for label, spec in {"per-tensor FP4 E2M1": "per_tensor:fp4_e2m1",
+                             "MXFP4, blocks of 32": "mxfp4:block=32",
+                             "NVFP4, blocks of 16": "nvfp4:block=16"}.items()}
+    lpp.outlier_scaling(v, q, block_size=32, ax=ax2,
+                        title="One outlier (2000) among values near 1:\nper-tensor FP4 "
+                              "scaling flushes all the others to zero")
+    return fig
+
+
+def accumulation() -> Figure:
+    """Dot-product error against K: a 14-bit truncating FP8 tensor-core accumulator, the
+    same promoted to FP32 every 128 products, and FMA loops in FP32 and bf16."""
+    mm = _need("matmul", "arith")
+    from .rounding import round_to
+
+    rng = np.random.default_rng(0)
+    ks = 2 ** np.arange(6, 15)
+    models = {
+        "FP8 tensor core alone (h100_fp8: 14-bit accumulator, truncating)":
+            ("h100_fp8", "fp32"),
+        "promoted to FP32 every 128 products (DeepSeek-V3)": (mm.promote(128), "fp32"),
+        "sequential FMA, FP32 accumulator": ("sequential", "fp32"),
+        "sequential FMA, bf16 accumulator": ("sequential", "bf16"),
+    }
+    errors: dict = {name: [] for name in models}
+    rows = 32
+    for k in ks:
+        # Positive inputs, so the sum grows and the accumulator's precision shows.
+        a = round_to(rng.random((rows, int(k))), "fp8_e4m3")
+        b = round_to(rng.random((int(k), 1)), "fp8_e4m3")
+        # Exact in float64 whatever the order: E4M3 products of values in [0, 1) are
+        # multiples of 2**-18, and their sums stay below 2**14 (32 bits < 53).
+        exact = (a.astype(np.float64) @ b.astype(np.float64))[:, 0]
+        for name, (model, acc) in models.items():
+            got = mm.matmul(a, b, inputs="fp8_e4m3", accumulate=acc, model=model)[:, 0]
+            errors[name].append(float(np.mean(np.abs(got - exact) / exact)))
+    fig = _fig(8.5, 6.0)
+    ax = fig.add_subplot()
+    lpp.accumulation_error(ks, errors, ax=ax, ylabel="mean relative error of 32 dot products",
+                           title="FP8 (E4M3) dot products of length K, inputs uniform in "
+                                 "[0, 1)")
+    return fig
+
+
+#: Every figure: file stem -> builder.
+FIGURES: dict[str, Callable[[], Figure]] = {
+    "underflow_fp16": underflow_fp16,
+    "underflow_formats": underflow_formats,
+    "number_lines": number_lines,
+    "format_ranges": format_ranges,
+    "ulp_spacing": ulp_spacing,
+    "rounding_error": rounding_error,
+    "stochastic_rounding": stochastic_rounding,
+    "stochastic_sum": stochastic_sum,
+    "underflow_run": underflow_run,
+    "training_comparison": training_comparison,
+    "training_underflow": training_underflow,
+    "scaling_schemes": scaling_schemes,
+    "accumulation": accumulation,
+}
+
+
+def save(fig: Figure, path: Path) -> None:
+    """Write ``fig`` as a PNG with fixed dpi and no varying metadata."""
+    fig.savefig(path, dpi=DPI, metadata=_PNG_METADATA)
+
+
+def generate(out: str | Path = "figures", names: list[str] | None = None,
+             *, verbose: bool = True) -> list[Path]:
+    """Draw the figures ``names`` (default: all) into ``out``; returns the files written."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    unknown = [n for n in names or [] if n not in FIGURES]
+    if unknown:
+        raise ValueError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(FIGURES)}")
+    written = []
+    for name in names or list(FIGURES):
+        try:
+            fig = FIGURES[name]()
+        except FigureSkipped as why:
+            if verbose:
+                print(f"skipped {name}: {why}")
+            continue
+        path = out / f"{name}.png"
+        save(fig, path)
+        written.append(path)
+        if verbose:
+            print(f"wrote {path} ({path.stat().st_size // 1024} KiB)")
+    return written
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="figures", help="folder for the PNGs (default: figures)")
+    p.add_argument("names", nargs="*", metavar="FIGURE",
+                   help=f"figures to draw (default: all): {', '.join(FIGURES)}")
+    p.add_argument("--list", action="store_true", help="list the figures and exit")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        for name, fn in FIGURES.items():
+            print(f"{name:<22} {(fn.__doc__ or '').strip()}")
+        return 0
+    generate(args.out, args.names or None)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m lowprec.figures", description=__doc__)
+    add_arguments(p)
+    return run(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
