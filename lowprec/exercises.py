@@ -5,7 +5,9 @@ with ``Correct:`` when it is right, and otherwise raises :class:`ExerciseError`
 (an ``AssertionError``) whose message says what the answer is, what the right
 answer is, and *why* -- naming the usual mistake when the answer matches one::
 
-    >>> check_fp16_max(65535)
+    >>> check_fp16_max(65504)  # doctest: +ELLIPSIS
+    Correct: the largest finite fp16 is 65504, because the all-ones exponent field (31) ...
+    >>> check_fp16_max(65535)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     lowprec.exercises.ExerciseError: your fp16 max is 65535, but the largest finite fp16 is 65504 ...

@@ -409,3 +409,12 @@ def test_device_mode(capsys):
     assert "as a string" in wrong(ex.check_device_mode, x, "fp16", 0x3C00, 3)
     with pytest.raises(ValueError, match="no deterministic mode"):
         ex.check_device_mode(x, "fp16", 0x4000, "rne")
+
+
+def test_module_docstring_example():
+    import doctest
+
+    import lowprec.exercises
+
+    result = doctest.testmod(lowprec.exercises, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 2 and result.failed == 0
