@@ -44,6 +44,7 @@ import numpy as np
 from numba import njit
 
 from ._engine import (
+    FLAG_INEXACT,
     FLAG_INFINITE,
     FLAG_INVALID,
     INVALID_NAN,
@@ -57,12 +58,14 @@ from ._engine import (
     P_SIGNBIT,
     P_SUBN,
     RDOWN,
+    SR_BLOCK,
     STOCHASTIC,
     _clz64,
     convert_one,
     is_nan_code,
     nan_code,
     round_pack,
+    sr_word,
 )
 
 _jit = njit(cache=True, nogil=True)
@@ -521,3 +524,188 @@ def fma_odd_kernel(a, b, c, rdown, out):
             elif s == 0.0 and rdown and (np.signbit(p) or np.signbit(z)):
                 s = -0.0
         out[i] = s
+
+
+# ------------------------------------------- stochastic div, sqrt, fma: fast
+# ``op_kernel`` computes the 60-bit quotient and root of stochastic rounding
+# with two integer divisions, or a digit loop, per element. The functions below
+# produce the *same* (sig, lsb, sticky) with float64 estimates and exact 64-bit
+# integer corrections, and :func:`sr_kernel` hands them straight to the engine
+# (tests hold it equal to ``op_kernel`` bit for bit, results and flags).
+@_jit
+def div_sig60(sa, sb):
+    """q = floor(sa * 2**60 / sb) and whether sb does not divide sa * 2**60,
+    for p-bit sigs (3 <= p <= 24, so 2**59 < q < 2**61).
+
+    The float64 quotient sa * (1/sb), scaled, is within 2**9 of q (relative
+    error < 2**-51 of a value below 2**61); the remainder R = sa 2**60 - q0 sb
+    of that guess is below 2**33 in magnitude, so computing it modulo 2**64
+    (wrapping uint64 products) gives it exactly; floor(R / sb) from R * (1/sb)
+    is off by at most one, which the last two tests correct.
+    """
+    inv = 1.0 / np.float64(sb)
+    q0 = np.int64(np.float64(sa) * inv * 1152921504606846976.0)  # * 2**60
+    R = np.int64((np.uint64(sa) << np.uint64(60)) - np.uint64(q0) * np.uint64(sb))
+    j = np.int64(np.floor(np.float64(R) * inv))
+    R -= j * sb
+    if R < 0:
+        j -= 1
+        R += sb
+    elif R >= sb:
+        j += 1
+        R -= sb
+    return q0 + j, R != 0
+
+
+@_jit
+def _root_fits(Y, Dq, j):
+    """(y + j)**2 <= X and (y + j)**2 == X, for y = Y 2**7 and Dq = (X - y**2) / 2**14.
+
+    (y + j)**2 <= X  <=>  j**2 + 2**8 Y j <= 2**14 Dq  <=>  j**2 <= 2**8 E,
+    E = 2**6 Dq - Y j (|E| < 2**61 for |Dq| <= 2**53, |j| <= 66, Y <= 2**53).
+    """
+    E = (Dq << 6) - Y * j
+    if E < 0:
+        return False, False
+    if E > (1 << 20):  # 2**8 E > 2**28 > j**2
+        return True, False
+    t = E << 8
+    return j * j <= t, j * j == t
+
+
+@_jit
+def sqrt_sig60(N):
+    """r = floor(sqrt(N * 2**58)) (2**59 <= r < 2**60) and whether N * 2**58 is
+    not a perfect square, for N = sa << k with 2**60 <= N < 2**62, sa of p <= 24
+    bits and k >= 37.
+
+    X = N 2**58 is exact in float64 (p significant bits) and y = sqrt(X) is
+    correctly rounded: a multiple of 2**7 within 2**6 of sqrt(X). With y = Y 2**7,
+    Dq = (X - y**2) / 2**14 = sa 2**(k+44) - Y**2 is an integer with
+    |Dq| <= 2**53 (|X - y**2| <= 2**6 (sqrt(X) + y) <= 2**67), and since
+    k + 44 >= 64 it is -Y**2 modulo 2**64: exact with wrapping uint64 products.
+    Then r = y + j for the largest j with (y + j)**2 <= X (:func:`_root_fits`),
+    found from the estimate (X - y**2) / 2y.
+    """
+    y = np.sqrt(np.float64(N) * 288230376151711744.0)  # * 2**58
+    Y = np.int64(y) >> 7
+    Dq = np.int64(np.uint64(0) - np.uint64(Y) * np.uint64(Y))
+    j = np.int64(np.floor(64.0 * np.float64(Dq) / np.float64(Y)))
+    ok, eq = _root_fits(Y, Dq, j)
+    while not ok:
+        j -= 1
+        ok, eq = _root_fits(Y, Dq, j)
+    ok1, eq1 = _root_fits(Y, Dq, j + 1)
+    while ok1:
+        j += 1
+        eq = eq1
+        ok1, eq1 = _root_fits(Y, Dq, j + 1)
+    return (Y << 7) + j, not eq
+
+
+@_jit
+def normal_parts(P, code):
+    """(ok, neg, sig, exp) of a code: ok when it is a finite value with a full
+    p-bit significand (a normal number; e8m0's values too), then as ``unpack``:
+    value = (-1)**neg * sig * 2**exp. Zeros, subnormals, inf and NaN (every NaN
+    and inf code lies outside 2**m <= magnitude <= max_code_magnitude) give ok False."""
+    m = P[P_M]
+    sign = code & P[P_SIGNBIT]
+    mag = code ^ sign
+    ok = mag >= (np.int64(1) << m) and mag <= P[P_MAXMAG]
+    return ok, sign != 0, (mag & ((np.int64(1) << m) - 1)) | (np.int64(1) << m), (
+        (mag >> m) - P[P_BIAS] - m)
+
+
+@_jit
+def sr_round_normal(P, neg, sig, lsb, sticky, rnd):
+    """(ok, code, flags): ``round_pack`` in stochastic mode, for results whose
+    leading bit lies in the normal range with 1 <= shift <= 62 bits below the
+    quantum (ok False otherwise, and when rounding up overflows: the caller
+    takes the general route). It is the engine's own path for that case:
+    r = sig >> shift rounds up iff rnd < (sig mod 2**shift) 2**(64-shift) + sticky;
+    the code magnitude is linear in r, so a carry steps the exponent; no
+    underflow is possible; inexact iff any dropped bit or sticky is set."""
+    m = P[P_M]
+    emin = P[P_EMIN]
+    e = lsb + bitlen(sig) - 1
+    shift = e - m - lsb
+    if (e < emin or e > emin + (P[P_MAXMAG] >> m) - P[P_SUBN] or shift < 1 or shift > 62
+            or (neg and P[P_SIGNBIT] == 0)):
+        return False, np.int64(0), 0
+    r = sig >> shift
+    rem = sig & ((np.int64(1) << shift) - 1)
+    thresh = (np.uint64(rem) << np.uint64(64 - shift)) + np.uint64(1 if sticky else 0)
+    if rnd < thresh:
+        r += 1
+    mag = ((e - emin) << m) + r - (0 if P[P_SUBN] else (np.int64(1) << m))
+    if mag > P[P_MAXMAG]:
+        return False, np.int64(0), 0
+    return True, mag | (P[P_SIGNBIT] if neg else 0), FLAG_INEXACT if (rem != 0 or sticky) else 0
+
+
+@_jit
+def sr_fast_one(P, op, ca, cb, cc, rnd):
+    """(ok, code, flags) of op (DIV, SQRT, FMA) in stochastic mode when all
+    operands are normal and so is the result: the same exact (sig, lsb, sticky)
+    as ``op_div`` / ``op_sqrt`` / ``op_fma`` (an exact result may carry more
+    zero bits, which changes nothing), rounded by :func:`sr_round_normal`."""
+    oka, na, sa, ea = normal_parts(P, ca)
+    if not oka:
+        return False, np.int64(0), 0
+    p = P[P_M] + 1
+    if op == SQRT:
+        if na:
+            return False, np.int64(0), 0
+        # As op_sqrt: N = sa << k, ea - k even, 2**60 <= N < 2**62, 29 more bits.
+        k = 62 - p
+        if (ea - k) & 1:
+            k -= 1
+        r, sticky = sqrt_sig60(sa << k)
+        return sr_round_normal(P, False, r, ((ea - k) >> 1) - 29, sticky, rnd)
+    okb, nb, sb, eb = normal_parts(P, cb)
+    if not okb:
+        return False, np.int64(0), 0
+    if op == DIV:
+        # As op_div: floor(sa 2**s / sb), s = 62 - p, then p - 2 more bits.
+        q, sticky = div_sig60(sa, sb)
+        return sr_round_normal(P, na != nb, q, ea - eb - 60, sticky, rnd)
+    okc, nc, sc, ec = normal_parts(P, cc)
+    if not okc:
+        return False, np.int64(0), 0
+    # As fma_parts: the exact product and c, both normalised to W = 2p bits.
+    W = 2 * p
+    sp = sa * sb
+    n = bitlen(sp)
+    r = add_exact(P, na != nb, sp << (W - n), ea + eb - (W - n), nc, sc << p, ec - p, W,
+                  STOCHASTIC, False, False, rnd)
+    if r[0] != ROUND:
+        return False, np.int64(0), 0
+    return sr_round_normal(P, r[1], r[2], r[3], r[4], rnd)
+
+
+@_jit
+def sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out, flags, want_flags):
+    """``op_kernel`` for op in (DIV, SQRT, FMA) in stochastic mode, with the
+    words of ``seeds`` (one per SR_BLOCK elements, as ``_engine.sr_expand``):
+    the same codes, flags and return value, faster -- normal operands and
+    results take :func:`sr_fast_one`, everything else ``op_one``."""
+    n = out.shape[0]
+    sa = 0 if a.shape[0] == 1 else 1
+    sb = 0 if b.shape[0] == 1 else 1
+    sc = 0 if c.shape[0] == 1 else 1
+    fast = P[P_M] >= 2  # p >= 3: op_div's extra quotient bits
+    for i in range(n):
+        w = sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK)
+        ca = np.int64(a[i * sa])
+        cb = np.int64(b[i * sb])
+        cc = np.int64(c[i * sc])
+        ok, code, f = sr_fast_one(P, op, ca, cb, cc, w) if fast else (False, np.int64(0), 0)
+        if not ok:
+            code, f, st = op_one(P, op, ca, cb, cc, STOCHASTIC, saturate, ftz, w)
+            if st != 0:
+                return i
+        out[i] = code
+        if want_flags:
+            flags[i] = f
+    return -1
