@@ -636,8 +636,7 @@ def sr_round_normal(P, neg, sig, lsb, sticky, rnd):
     r = sig >> shift
     rem = sig & ((np.int64(1) << shift) - 1)
     thresh = (np.uint64(rem) << np.uint64(64 - shift)) + np.uint64(1 if sticky else 0)
-    if rnd < thresh:
-        r += 1
+    r += np.int64(rnd < thresh)  # branch-free: the outcome is a coin toss
     mag = ((e - emin) << m) + r - (0 if P[P_SUBN] else (np.int64(1) << m))
     if mag > P[P_MAXMAG]:
         return False, np.int64(0), 0
@@ -673,15 +672,21 @@ def sr_fast_one(P, op, ca, cb, cc, rnd):
     okc, nc, sc, ec = normal_parts(P, cc)
     if not okc:
         return False, np.int64(0), 0
-    # As fma_parts: the exact product and c, both normalised to W = 2p bits.
-    W = 2 * p
+    # The exact sum of the exact product sp 2**ep (2p bits) and sc 2**ec, when
+    # their last bits are at most 61 - 2p apart (so |S| < 2**62): the value that
+    # fma_parts rounds, with no sticky bit; its lsb may differ, which changes
+    # nothing for 1 <= shift <= 62 (the threshold is frac * 2**64 either way).
     sp = sa * sb
-    n = bitlen(sp)
-    r = add_exact(P, na != nb, sp << (W - n), ea + eb - (W - n), nc, sc << p, ec - p, W,
-                  STOCHASTIC, False, False, rnd)
-    if r[0] != ROUND:
+    ep = ea + eb
+    lo = min(ep, ec)
+    dp = ep - lo
+    dc = ec - lo
+    if max(dp, dc) > 61 - 2 * p:
         return False, np.int64(0), 0
-    return sr_round_normal(P, r[1], r[2], r[3], r[4], rnd)
+    S = (-(sp << dp) if na != nb else (sp << dp)) + (-(sc << dc) if nc else (sc << dc))
+    if S == 0:
+        return False, np.int64(0), 0  # exact cancellation: zero's sign rules
+    return sr_round_normal(P, S < 0, abs(S), lo, False, rnd)
 
 
 @_jit
