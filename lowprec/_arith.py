@@ -562,15 +562,13 @@ def _root_fits(Y, Dq, j):
     """(y + j)**2 <= X and (y + j)**2 == X, for y = Y 2**7 and Dq = (X - y**2) / 2**14.
 
     (y + j)**2 <= X  <=>  j**2 + 2**8 Y j <= 2**14 Dq  <=>  j**2 <= 2**8 E,
-    E = 2**6 Dq - Y j (|E| < 2**61 for |Dq| <= 2**53, |j| <= 66, Y <= 2**53).
+    E = 2**6 Dq - Y j (|E| < 2**61 for |Dq| <= 2**53, |j| <= 66, Y <= 2**53);
+    2**8 E > 2**28 > j**2 when E > 2**20. Branch-free (``sr_fast_kernel``).
     """
     E = (Dq << 6) - Y * j
-    if E < 0:
-        return False, False
-    if E > (1 << 20):  # 2**8 E > 2**28 > j**2
-        return True, False
-    t = E << 8
-    return j * j <= t, j * j == t
+    t = E << 8  # meaningful only for 0 <= E <= 2**20
+    small = (E >= 0) & (E <= (1 << 20))
+    return (E > (1 << 20)) | (small & (j * j <= t)), small & (j * j == t)
 
 
 @_jit
@@ -584,22 +582,20 @@ def sqrt_sig60(N):
     Dq = (X - y**2) / 2**14 = sa 2**(k+44) - Y**2 is an integer with
     |Dq| <= 2**53 (|X - y**2| <= 2**6 (sqrt(X) + y) <= 2**67), and since
     k + 44 >= 64 it is -Y**2 modulo 2**64: exact with wrapping uint64 products.
-    Then r = y + j for the largest j with (y + j)**2 <= X (:func:`_root_fits`),
-    found from the estimate (X - y**2) / 2y.
+    Then r = y + j for the largest j with (y + j)**2 <= X (:func:`_root_fits`).
+    The estimate 2**6 Dq / Y = (X - y**2) / 2y differs from sqrt(X) - y by
+    (sqrt(X) - y)**2 / 2y < 2**-47, and by float64 rounding < 2**-46, so j is
+    floor(estimate) or one of its two neighbours.
     """
     y = np.sqrt(np.float64(N) * 288230376151711744.0)  # * 2**58
     Y = np.int64(y) >> 7
     Dq = np.int64(np.uint64(0) - np.uint64(Y) * np.uint64(Y))
-    j = np.int64(np.floor(64.0 * np.float64(Dq) / np.float64(Y)))
-    ok, eq = _root_fits(Y, Dq, j)
-    while not ok:
-        j -= 1
-        ok, eq = _root_fits(Y, Dq, j)
-    ok1, eq1 = _root_fits(Y, Dq, j + 1)
-    while ok1:
-        j += 1
-        eq = eq1
-        ok1, eq1 = _root_fits(Y, Dq, j + 1)
+    j0 = np.int64(np.floor(64.0 * np.float64(Dq) / np.float64(Y)))
+    ok0, eq0 = _root_fits(Y, Dq, j0)
+    ok1, eq1 = _root_fits(Y, Dq, j0 + 1)
+    okm, eqm = _root_fits(Y, Dq, j0 - 1)
+    j = j0 + 1 if ok1 else (j0 if ok0 else j0 - 1)
+    eq = eq1 if ok1 else (eq0 if ok0 else eqm)
     return (Y << 7) + j, not eq
 
 
@@ -618,99 +614,132 @@ def normal_parts(P, code):
 
 
 @_jit
-def sr_round_normal(P, neg, sig, lsb, sticky, rnd):
-    """(ok, code, flags): ``round_pack`` in stochastic mode, for results whose
-    leading bit lies in the normal range with 1 <= shift <= 62 bits below the
-    quantum (ok False otherwise, and when rounding up overflows: the caller
-    takes the general route). It is the engine's own path for that case:
-    r = sig >> shift rounds up iff rnd < (sig mod 2**shift) 2**(64-shift) + sticky;
-    the code magnitude is linear in r, so a carry steps the exponent; no
-    underflow is possible; inexact iff any dropped bit or sticky is set."""
-    m = P[P_M]
-    emin = P[P_EMIN]
-    e = lsb + bitlen(sig) - 1
-    shift = e - m - lsb
-    if (e < emin or e > emin + (P[P_MAXMAG] >> m) - P[P_SUBN] or shift < 1 or shift > 62
-            or (neg and P[P_SIGNBIT] == 0)):
-        return False, np.int64(0), 0
-    r = sig >> shift
-    rem = sig & ((np.int64(1) << shift) - 1)
-    thresh = (np.uint64(rem) << np.uint64(64 - shift)) + np.uint64(1 if sticky else 0)
-    r += np.int64(rnd < thresh)  # branch-free: the outcome is a coin toss
-    mag = ((e - emin) << m) + r - (0 if P[P_SUBN] else (np.int64(1) << m))
-    if mag > P[P_MAXMAG]:
-        return False, np.int64(0), 0
-    return True, mag | (P[P_SIGNBIT] if neg else 0), FLAG_INEXACT if (rem != 0 or sticky) else 0
+def bitlen_fast(x):
+    """Number of bits of a positive int64 below 2**62, branch-free (from the
+    exponent of float64(x), which may round up to the next power of two)."""
+    n = ((np.float64(x).view(np.int64) >> 52) - 1022)
+    return n - np.int64(x < (np.int64(1) << (n - 1)))
 
 
 @_jit
-def sr_fast_one(P, op, ca, cb, cc, rnd):
-    """(ok, code, flags) of op (DIV, SQRT, FMA) in stochastic mode when all
-    operands are normal and so is the result: the same exact (sig, lsb, sticky)
-    as ``op_div`` / ``op_sqrt`` / ``op_fma`` (an exact result may carry more
-    zero bits, which changes nothing), rounded by :func:`sr_round_normal`."""
+def sr_round_normal(P, neg, sig, lsb, nbits, sticky, rnd):
+    """(ok, code, flags): ``round_pack`` in stochastic mode of (-1)**neg (sig +
+    sticky) 2**lsb (sig of nbits bits), for results whose leading bit lies in
+    the normal range with 1 <= shift <= 62 bits below the quantum; ok False
+    otherwise, and when rounding up overflows (the caller then takes the
+    general route). It is the engine's own path for that case: r = sig >> shift
+    rounds up iff rnd < (sig mod 2**shift) 2**(64-shift) + sticky; the code
+    magnitude is linear in r, so a carry steps the exponent; no underflow is
+    possible; inexact iff a dropped bit or sticky is set.
+
+    Branch-free (bitwise tests, selects) so that ``sr_fast_kernel``'s loops
+    vectorise: the sign and the coin toss are random, and mispredicted
+    branches would cost more than the arithmetic.
+    """
+    m = P[P_M]
+    emin = P[P_EMIN]
+    e = lsb + nbits - 1
+    shift = e - m - lsb
+    ok = ((e >= emin) & (e <= emin + (P[P_MAXMAG] >> m) - P[P_SUBN]) & (shift >= 1)
+          & (shift <= 62) & ~(neg & (P[P_SIGNBIT] == 0)))
+    shift = min(max(shift, 1), 62)
+    r = sig >> shift
+    rem = sig & ((np.int64(1) << shift) - 1)
+    thresh = (np.uint64(rem) << np.uint64(64 - shift)) + np.uint64(sticky)
+    r += np.int64(rnd < thresh)
+    mag = ((e - emin) << m) + r - (0 if P[P_SUBN] else (np.int64(1) << m))
+    ok = ok & (mag <= P[P_MAXMAG])
+    return ok, mag | (P[P_SIGNBIT] * np.int64(neg)), FLAG_INEXACT * np.int64((rem != 0) | sticky)
+
+
+@_jit
+def sr_div_one(P, ca, cb, rnd):
+    """(ok, code, flags) of ca / cb in stochastic mode for normal operands and
+    result: op_div's (sig, lsb, sticky) -- floor(sa 2**s / sb), s = 62 - p, then
+    p - 2 more bits, i.e. floor(sa 2**60 / sb) -- rounded by sr_round_normal."""
     oka, na, sa, ea = normal_parts(P, ca)
-    if not oka:
-        return False, np.int64(0), 0
-    p = P[P_M] + 1
-    if op == SQRT:
-        if na:
-            return False, np.int64(0), 0
-        # As op_sqrt: N = sa << k, ea - k even, 2**60 <= N < 2**62, 29 more bits.
-        k = 62 - p
-        if (ea - k) & 1:
-            k -= 1
-        r, sticky = sqrt_sig60(sa << k)
-        return sr_round_normal(P, False, r, ((ea - k) >> 1) - 29, sticky, rnd)
     okb, nb, sb, eb = normal_parts(P, cb)
-    if not okb:
-        return False, np.int64(0), 0
-    if op == DIV:
-        # As op_div: floor(sa 2**s / sb), s = 62 - p, then p - 2 more bits.
-        q, sticky = div_sig60(sa, sb)
-        return sr_round_normal(P, na != nb, q, ea - eb - 60, sticky, rnd)
+    q, sticky = div_sig60(sa, sb)
+    nbits = 60 + np.int64(q >= (np.int64(1) << 60))
+    ok, code, f = sr_round_normal(P, na != nb, q, ea - eb - 60, nbits, sticky, rnd)
+    return ok & oka & okb, code, f
+
+
+@_jit
+def sr_sqrt_one(P, ca, rnd):
+    """As sr_div_one for op_sqrt: N = sa << k, ea - k even, 2**60 <= N < 2**62,
+    and 29 more root bits: floor(sqrt(N 2**58)) (an exact root carries 29 zero
+    bits more than op_sqrt keeps, which changes nothing)."""
+    oka, na, sa, ea = normal_parts(P, ca)
+    k = 61 - P[P_M]
+    k -= (ea - k) & 1
+    r, sticky = sqrt_sig60(sa << k)
+    ok, code, f = sr_round_normal(P, False, r, ((ea - k) >> 1) - 29, 60, sticky, rnd)
+    return ok & oka & ~na, code, f
+
+
+@_jit
+def sr_fma_one(P, ca, cb, cc, rnd):
+    """As sr_div_one for op_fma: the exact sum of the exact product sp 2**ep
+    (2p bits) and sc 2**ec when their last bits are at most 61 - 2p apart (so
+    |S| < 2**62), the value fma_parts rounds, with no sticky bit (its lsb may
+    differ, which changes nothing for 1 <= shift <= 62: the threshold is
+    frac * 2**64 either way). An exact zero is left to op_fma (sign rules)."""
+    oka, na, sa, ea = normal_parts(P, ca)
+    okb, nb, sb, eb = normal_parts(P, cb)
     okc, nc, sc, ec = normal_parts(P, cc)
-    if not okc:
-        return False, np.int64(0), 0
-    # The exact sum of the exact product sp 2**ep (2p bits) and sc 2**ec, when
-    # their last bits are at most 61 - 2p apart (so |S| < 2**62): the value that
-    # fma_parts rounds, with no sticky bit; its lsb may differ, which changes
-    # nothing for 1 <= shift <= 62 (the threshold is frac * 2**64 either way).
+    p = P[P_M] + 1
     sp = sa * sb
     ep = ea + eb
     lo = min(ep, ec)
-    dp = ep - lo
-    dc = ec - lo
-    if max(dp, dc) > 61 - 2 * p:
-        return False, np.int64(0), 0
-    S = (-(sp << dp) if na != nb else (sp << dp)) + (-(sc << dc) if nc else (sc << dc))
-    if S == 0:
-        return False, np.int64(0), 0  # exact cancellation: zero's sign rules
-    return sr_round_normal(P, S < 0, abs(S), lo, False, rnd)
+    dp = min(ep - lo, 62)
+    dc = min(ec - lo, 62)
+    near = max(dp, dc) <= 61 - 2 * p
+    S = (sp << dp) * (1 - 2 * np.int64(na != nb)) + (sc << dc) * (1 - 2 * np.int64(nc))
+    mag = max(abs(S), np.int64(1))
+    ok, code, f = sr_round_normal(P, S < 0, mag, lo, bitlen_fast(mag), False, rnd)
+    return ok & oka & okb & okc & near & (S != 0), code, f
 
 
 @_jit
 def sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out, flags, want_flags):
     """``op_kernel`` for op in (DIV, SQRT, FMA) in stochastic mode, with the
     words of ``seeds`` (one per SR_BLOCK elements, as ``_engine.sr_expand``):
-    the same codes, flags and return value, faster -- normal operands and
-    results take :func:`sr_fast_one`, everything else ``op_one``."""
+    the same codes, flags and return value, faster. A branch-free pass
+    (``sr_div_one`` / ``sr_sqrt_one`` / ``sr_fma_one``: normal operands and
+    results) writes every element it can, -1 for the others; then ``op_one``
+    does those (zeros, subnormals, inf, NaN, overflow, cancellation, p < 3)."""
     n = out.shape[0]
     sa = 0 if a.shape[0] == 1 else 1
     sb = 0 if b.shape[0] == 1 else 1
     sc = 0 if c.shape[0] == 1 else 1
-    fast = P[P_M] >= 2  # p >= 3: op_div's extra quotient bits
+    fl = flags if want_flags else np.empty(n, np.uint8)
+    if P[P_M] < 2:  # p < 3: op_div takes no extra quotient bits
+        out[:] = -1
+    elif op == DIV:
+        for i in range(n):
+            ok, code, f = sr_div_one(P, a[i * sa], b[i * sb],
+                                     sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
+            out[i] = code if ok else -1
+            fl[i] = f
+    elif op == SQRT:
+        for i in range(n):
+            ok, code, f = sr_sqrt_one(P, a[i * sa], sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
+            out[i] = code if ok else -1
+            fl[i] = f
+    else:
+        for i in range(n):
+            ok, code, f = sr_fma_one(P, a[i * sa], b[i * sb], c[i * sc],
+                                     sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
+            out[i] = code if ok else -1
+            fl[i] = f
     for i in range(n):
-        w = sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK)
-        ca = np.int64(a[i * sa])
-        cb = np.int64(b[i * sb])
-        cc = np.int64(c[i * sc])
-        ok, code, f = sr_fast_one(P, op, ca, cb, cc, w) if fast else (False, np.int64(0), 0)
-        if not ok:
-            code, f, st = op_one(P, op, ca, cb, cc, STOCHASTIC, saturate, ftz, w)
+        if out[i] < 0:
+            code, f, st = op_one(P, op, np.int64(a[i * sa]), np.int64(b[i * sb]),
+                                 np.int64(c[i * sc]), STOCHASTIC, saturate, ftz,
+                                 sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
             if st != 0:
                 return i
-        out[i] = code
-        if want_flags:
-            flags[i] = f
+            out[i] = code
+            fl[i] = f
     return -1
