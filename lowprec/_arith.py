@@ -563,7 +563,7 @@ def _root_fits(Y, Dq, j):
 
     (y + j)**2 <= X  <=>  j**2 + 2**8 Y j <= 2**14 Dq  <=>  j**2 <= 2**8 E,
     E = 2**6 Dq - Y j (|E| < 2**61 for |Dq| <= 2**53, |j| <= 66, Y <= 2**53);
-    2**8 E > 2**28 > j**2 when E > 2**20. Branch-free (``sr_fast_kernel``).
+    2**8 E > 2**28 > j**2 when E > 2**20. Branch-free (``sr_kernel``).
     """
     E = (Dq << 6) - Y * j
     t = E << 8  # meaningful only for 0 <= E <= 2**20
@@ -632,7 +632,7 @@ def sr_round_normal(P, neg, sig, lsb, nbits, sticky, rnd):
     magnitude is linear in r, so a carry steps the exponent; no underflow is
     possible; inexact iff a dropped bit or sticky is set.
 
-    Branch-free (bitwise tests, selects) so that ``sr_fast_kernel``'s loops
+    Branch-free (bitwise tests, selects) so that ``sr_kernel``'s loops
     vectorise: the sign and the coin toss are random, and mispredicted
     branches would cost more than the arithmetic.
     """
@@ -641,7 +641,7 @@ def sr_round_normal(P, neg, sig, lsb, nbits, sticky, rnd):
     e = lsb + nbits - 1
     shift = e - m - lsb
     ok = ((e >= emin) & (e <= emin + (P[P_MAXMAG] >> m) - P[P_SUBN]) & (shift >= 1)
-          & (shift <= 62) & ~(neg & (P[P_SIGNBIT] == 0)))
+          & (shift <= 62) & ((neg & (P[P_SIGNBIT] == 0)) ^ True))
     shift = min(max(shift, 1), 62)
     r = sig >> shift
     rem = sig & ((np.int64(1) << shift) - 1)
@@ -653,86 +653,81 @@ def sr_round_normal(P, neg, sig, lsb, nbits, sticky, rnd):
 
 
 @_jit
-def sr_div_one(P, ca, cb, rnd):
-    """(ok, code, flags) of ca / cb in stochastic mode for normal operands and
-    result: op_div's (sig, lsb, sticky) -- floor(sa 2**s / sb), s = 62 - p, then
-    p - 2 more bits, i.e. floor(sa 2**60 / sb) -- rounded by sr_round_normal."""
-    oka, na, sa, ea = normal_parts(P, ca)
-    okb, nb, sb, eb = normal_parts(P, cb)
-    q, sticky = div_sig60(sa, sb)
-    nbits = 60 + np.int64(q >= (np.int64(1) << 60))
-    ok, code, f = sr_round_normal(P, na != nb, q, ea - eb - 60, nbits, sticky, rnd)
-    return ok & oka & okb, code, f
-
-
-@_jit
-def sr_sqrt_one(P, ca, rnd):
-    """As sr_div_one for op_sqrt: N = sa << k, ea - k even, 2**60 <= N < 2**62,
-    and 29 more root bits: floor(sqrt(N 2**58)) (an exact root carries 29 zero
-    bits more than op_sqrt keeps, which changes nothing)."""
-    oka, na, sa, ea = normal_parts(P, ca)
-    k = 61 - P[P_M]
-    k -= (ea - k) & 1
-    r, sticky = sqrt_sig60(sa << k)
-    ok, code, f = sr_round_normal(P, False, r, ((ea - k) >> 1) - 29, 60, sticky, rnd)
-    return ok & oka & ~na, code, f
-
-
-@_jit
-def sr_fma_one(P, ca, cb, cc, rnd):
-    """As sr_div_one for op_fma: the exact sum of the exact product sp 2**ep
-    (2p bits) and sc 2**ec when their last bits are at most 61 - 2p apart (so
-    |S| < 2**62), the value fma_parts rounds, with no sticky bit (its lsb may
-    differ, which changes nothing for 1 <= shift <= 62: the threshold is
-    frac * 2**64 either way). An exact zero is left to op_fma (sign rules)."""
-    oka, na, sa, ea = normal_parts(P, ca)
-    okb, nb, sb, eb = normal_parts(P, cb)
-    okc, nc, sc, ec = normal_parts(P, cc)
-    p = P[P_M] + 1
-    sp = sa * sb
-    ep = ea + eb
-    lo = min(ep, ec)
-    dp = min(ep - lo, 62)
-    dc = min(ec - lo, 62)
-    near = max(dp, dc) <= 61 - 2 * p
-    S = (sp << dp) * (1 - 2 * np.int64(na != nb)) + (sc << dc) * (1 - 2 * np.int64(nc))
-    mag = max(abs(S), np.int64(1))
-    ok, code, f = sr_round_normal(P, S < 0, mag, lo, bitlen_fast(mag), False, rnd)
-    return ok & oka & okb & okc & near & (S != 0), code, f
-
-
-@_jit
 def sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out, flags, want_flags):
     """``op_kernel`` for op in (DIV, SQRT, FMA) in stochastic mode, with the
     words of ``seeds`` (one per SR_BLOCK elements, as ``_engine.sr_expand``):
-    the same codes, flags and return value, faster. A branch-free pass
-    (``sr_div_one`` / ``sr_sqrt_one`` / ``sr_fma_one``: normal operands and
-    results) writes every element it can, -1 for the others; then ``op_one``
-    does those (zeros, subnormals, inf, NaN, overflow, cancellation, p < 3)."""
+    the same codes, flags and return value, faster.
+
+    A first, branch-free pass (which LLVM vectorises: keep its loop bodies
+    inline and free of calls that can fail) does the elements whose operands
+    and result are normal, with the exact (sig, lsb, sticky) that op_div,
+    op_sqrt and op_fma hand the engine, rounded by :func:`sr_round_normal`;
+    it writes -1 for the others, which ``op_one`` then does (zeros,
+    subnormals, inf, NaN, overflow, cancellation, formats with p < 3).
+    * div: floor(sa 2**s / sb) with s = 62 - p, then p - 2 more bits (op_div),
+      i.e. floor(sa 2**60 / sb) (:func:`div_sig60`), lsb ea - eb - 60.
+    * sqrt: N = sa << k, ea - k even, 2**60 <= N < 2**62, then 29 more root
+      bits (op_sqrt's digit loop): floor(sqrt(N 2**58)) (:func:`sqrt_sig60`).
+      An exact root carries 29 zero bits more than op_sqrt keeps, and an exact
+      quotient p - 2 more than op_div: that changes nothing.
+    * fma: the exact sum of the exact product sp 2**ep (2p bits) and sc 2**ec
+      when their last bits are at most 61 - 2p apart (so |S| < 2**62): the
+      value fma_parts rounds, with no sticky bit (its lsb may differ, which
+      changes nothing for 1 <= shift <= 62: the threshold is frac * 2**64
+      either way). An exact zero is left to op_fma (the sign rules).
+    """
     n = out.shape[0]
     sa = 0 if a.shape[0] == 1 else 1
     sb = 0 if b.shape[0] == 1 else 1
     sc = 0 if c.shape[0] == 1 else 1
     fl = flags if want_flags else np.empty(n, np.uint8)
-    if P[P_M] < 2:  # p < 3: op_div takes no extra quotient bits
+    m = P[P_M]
+    p = m + 1
+    if m < 2:  # p < 3: op_div takes no extra quotient bits
         out[:] = -1
-    elif op == DIV:
-        for i in range(n):
-            ok, code, f = sr_div_one(P, a[i * sa], b[i * sb],
-                                     sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
-            out[i] = code if ok else -1
-            fl[i] = f
-    elif op == SQRT:
-        for i in range(n):
-            ok, code, f = sr_sqrt_one(P, a[i * sa], sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
-            out[i] = code if ok else -1
-            fl[i] = f
-    else:
-        for i in range(n):
-            ok, code, f = sr_fma_one(P, a[i * sa], b[i * sb], c[i * sc],
-                                     sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
-            out[i] = code if ok else -1
-            fl[i] = f
+    for blk in range((n + SR_BLOCK - 1) // SR_BLOCK if m >= 2 else 0):
+        seed = seeds[blk]
+        base = blk * SR_BLOCK
+        if op == DIV:
+            for j in range(min(SR_BLOCK, n - base)):
+                i = base + j
+                oka, na, xa, ea = normal_parts(P, np.int64(a[i * sa]))
+                okb, nb, xb, eb = normal_parts(P, np.int64(b[i * sb]))
+                q, sticky = div_sig60(xa, xb)
+                nbits = 60 + np.int64(q >= (np.int64(1) << 60))
+                ok, code, f = sr_round_normal(P, na != nb, q, ea - eb - 60, nbits, sticky,
+                                              sr_word(seed, j))
+                out[i] = code if ok & oka & okb else -1
+                fl[i] = f
+        elif op == SQRT:
+            for j in range(min(SR_BLOCK, n - base)):
+                i = base + j
+                oka, na, xa, ea = normal_parts(P, np.int64(a[i * sa]))
+                k = 61 - m
+                k -= (ea - k) & 1
+                r, sticky = sqrt_sig60(xa << k)
+                ok, code, f = sr_round_normal(P, False, r, ((ea - k) >> 1) - 29, 60, sticky,
+                                              sr_word(seed, j))
+                out[i] = code if ok & oka & (na ^ True) else -1
+                fl[i] = f
+        else:
+            for j in range(min(SR_BLOCK, n - base)):
+                i = base + j
+                oka, na, xa, ea = normal_parts(P, np.int64(a[i * sa]))
+                okb, nb, xb, eb = normal_parts(P, np.int64(b[i * sb]))
+                okc, nc, xc, ec = normal_parts(P, np.int64(c[i * sc]))
+                sp = xa * xb
+                ep = ea + eb
+                lo = min(ep, ec)
+                dp = min(ep - lo, 62)
+                dc = min(ec - lo, 62)
+                S = (sp << dp) * (1 - 2 * np.int64(na != nb)) + (xc << dc) * (1 - 2 * np.int64(nc))
+                mag = max(abs(S), np.int64(1))
+                ok, code, f = sr_round_normal(P, S < 0, mag, lo, bitlen_fast(mag), False,
+                                              sr_word(seed, j))
+                good = ok & oka & okb & okc & (max(dp, dc) <= 61 - 2 * p) & (S != 0)
+                out[i] = code if good else -1
+                fl[i] = f
     for i in range(n):
         if out[i] < 0:
             code, f, st = op_one(P, op, np.int64(a[i * sa]), np.int64(b[i * sb]),
