@@ -590,7 +590,9 @@ def sqrt_sig60(N):
     y = np.sqrt(np.float64(N) * 288230376151711744.0)  # * 2**58
     Y = np.int64(y) >> 7
     Dq = np.int64(np.uint64(0) - np.uint64(Y) * np.uint64(Y))
-    j0 = np.int64(np.floor(64.0 * np.float64(Dq) / np.float64(Y)))
+    # max(Y, 1) == Y (Y >= 2**52): it tells the compiler the divisor is not 0,
+    # so no ZeroDivisionError branch stops sr_kernel's loop from vectorising.
+    j0 = np.int64(np.floor(64.0 * np.float64(Dq) / np.float64(max(Y, np.int64(1)))))
     ok0, eq0 = _root_fits(Y, Dq, j0)
     ok1, eq1 = _root_fits(Y, Dq, j0 + 1)
     okm, eqm = _root_fits(Y, Dq, j0 - 1)
