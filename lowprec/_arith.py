@@ -654,18 +654,52 @@ def sr_round_normal(P, neg, sig, lsb, nbits, sticky, rnd):
     return ok, mag | (P[P_SIGNBIT] * np.int64(neg)), FLAG_INEXACT * np.int64((rem != 0) | sticky)
 
 
-@_jit
-def sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out, flags, want_flags):
+def sr_kernel(P: tuple, op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, saturate: bool,
+              ftz: bool, seeds: np.ndarray, out: np.ndarray, flags: np.ndarray,
+              want_flags: bool) -> int:
     """``op_kernel`` for op in (DIV, SQRT, FMA) in stochastic mode, with the
     words of ``seeds`` (one per SR_BLOCK elements, as ``_engine.sr_expand``):
-    the same codes, flags and return value, faster.
+    the same codes, flags and return value, faster. :func:`sr_fast_pass` does
+    the elements whose operands and result are normal; ``op_kernel`` the
+    others (zeros, subnormals, inf, NaN, overflow, cancellation, p < 3), with
+    their own words. (``op_kernel`` is not called from the compiled pass: that
+    would compile all of the arithmetic a second time.)"""
+    n = out.shape[0]
+    fl = flags if want_flags else np.empty(n, np.uint8)
+    sr_fast_pass(P, op, a, b, c, seeds, out, fl)
+    rest = np.flatnonzero(out < 0)
+    if rest.size == 0:
+        return -1
+    part = [x if x.shape[0] == 1 else np.ascontiguousarray(x[rest]) for x in (a, b, c)]
+    o = np.empty(rest.size, np.int64)
+    f = np.zeros(rest.size if want_flags else 0, np.uint8)
+    bad = op_kernel(P, op, part[0], part[1], part[2], STOCHASTIC, saturate, ftz,
+                    sr_words_at(seeds, rest), o, f, want_flags)
+    done = rest.size if bad < 0 else bad  # op_kernel wrote the elements before bad
+    out[rest[:done]] = o[:done]
+    if want_flags:
+        flags[rest[:done]] = f[:done]
+    return -1 if bad < 0 else int(rest[bad])
 
-    A first, branch-free pass (which LLVM vectorises: keep its loop bodies
-    inline and free of calls that can fail) does the elements whose operands
-    and result are normal, with the exact (sig, lsb, sticky) that op_div,
-    op_sqrt and op_fma hand the engine, rounded by :func:`sr_round_normal`;
-    it writes -1 for the others, which ``op_one`` then does (zeros,
-    subnormals, inf, NaN, overflow, cancellation, formats with p < 3).
+
+@_jit
+def sr_words_at(seeds, idx):
+    """The stochastic-rounding words of elements ``idx`` (as ``_engine.sr_expand``)."""
+    words = np.empty(idx.shape[0], np.uint64)
+    for t in range(idx.shape[0]):
+        words[t] = sr_word(seeds[idx[t] // SR_BLOCK], idx[t] % SR_BLOCK)
+    return words
+
+
+@_jit
+def sr_fast_pass(P, op, a, b, c, seeds, out, fl):
+    """Codes and flags of op (DIV, SQRT, FMA) in stochastic mode where operands
+    and result are normal, -1 elsewhere: what ``op_kernel`` gives there.
+
+    Branch-free, so that LLVM vectorises it: keep the loop bodies inline and
+    free of calls that can fail (a possible ZeroDivisionError is a branch).
+    Each computes the exact (sig, lsb, sticky) that op_div, op_sqrt and
+    op_fma hand the engine and rounds it with :func:`sr_round_normal`.
     * div: floor(sa 2**s / sb) with s = 62 - p, then p - 2 more bits (op_div),
       i.e. floor(sa 2**60 / sb) (:func:`div_sig60`), lsb ea - eb - 60.
     * sqrt: N = sa << k, ea - k even, 2**60 <= N < 2**62, then 29 more root
@@ -682,7 +716,6 @@ def sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out, flags, want_flags):
     sa = 0 if a.shape[0] == 1 else 1
     sb = 0 if b.shape[0] == 1 else 1
     sc = 0 if c.shape[0] == 1 else 1
-    fl = flags if want_flags else np.empty(n, np.uint8)
     m = P[P_M]
     p = m + 1
     if m < 2:  # p < 3: op_div takes no extra quotient bits
@@ -730,13 +763,3 @@ def sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out, flags, want_flags):
                 good = ok & oka & okb & okc & (max(dp, dc) <= 61 - 2 * p) & (S != 0)
                 out[i] = code if good else -1
                 fl[i] = f
-    for i in range(n):
-        if out[i] < 0:
-            code, f, st = op_one(P, op, np.int64(a[i * sa]), np.int64(b[i * sb]),
-                                 np.int64(c[i * sc]), STOCHASTIC, saturate, ftz,
-                                 sr_word(seeds[i // SR_BLOCK], i % SR_BLOCK))
-            if st != 0:
-                return i
-            out[i] = code
-            fl[i] = f
-    return -1
