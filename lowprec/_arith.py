@@ -595,7 +595,7 @@ def sqrt_sig60(N):
     j0 = np.int64(np.floor(64.0 * np.float64(Dq) / np.float64(max(Y, np.int64(1)))))
     ok0, eq0 = _root_fits(Y, Dq, j0)
     ok1, eq1 = _root_fits(Y, Dq, j0 + 1)
-    okm, eqm = _root_fits(Y, Dq, j0 - 1)
+    _, eqm = _root_fits(Y, Dq, j0 - 1)  # fits whenever j0 does not
     j = j0 + 1 if ok1 else (j0 if ok0 else j0 - 1)
     eq = eq1 if ok1 else (eq0 if ok0 else eqm)
     return (Y << 7) + j, not eq
