@@ -223,12 +223,16 @@ def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, ge
     m = _MODE_INT[mode]
 
     def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
+        part = [x if x.shape[0] == 1 else x[start:stop] for x in (a, b, c)]
+        fl = flag_arr[start:stop] if flags else flag_arr
+        if stochastic and op in (_arith.DIV, _arith.SQRT, _arith.FMA):
+            # The same results as op_kernel, without its digit loops (_arith.sr_kernel).
+            return _arith.sr_kernel(P, op, part[0], part[1], part[2], saturate, not subnormals,
+                                    seeds, out[start:stop], fl, flags), 0
         # Stochastic: the words round_to would use for the same elements and seed.
         rnd = _engine.sr_expand(seeds, stop - start) if seeds.shape[0] else seeds
-        part = [x if x.shape[0] == 1 else x[start:stop] for x in (a, b, c)]
         bad = _arith.op_kernel(P, op, part[0], part[1], part[2], m, saturate, not subnormals,
-                               rnd, out[start:stop], flag_arr[start:stop] if flags else flag_arr,
-                               flags)
+                               rnd, out[start:stop], fl, flags)
         return bad, 0
 
     no_rnd = np.empty(0, dtype=np.uint64)
