@@ -43,6 +43,7 @@ __all__ = [
     "matmul",
     "mul",
     "mx",
+    "nvfp4",
     "pack",
     "quant_error",
     "range_stats",

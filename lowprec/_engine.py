@@ -37,7 +37,6 @@ format's quantum ``2**qe`` at this exponent::
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit
 
@@ -488,12 +487,9 @@ def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, co
         frac_bits, bias_in = 52, 1023
     else:
         frac_bits, bias_in = 23, 127
-    sign_in = np.int64(1) << (frac_bits + 1 + (10 if is64 else 7))
     exp_ones = ((np.int64(1) << (11 if is64 else 8)) - 1) << frac_bits
     emin_b = P[P_EMIN] + bias_in  # the format's smallest normal exponent, biased as the input
     sh_n = frac_bits - m  # bits dropped in the normal range
-    mask_n = (np.int64(1) << sh_n) - 1
-    half_n = (np.int64(1) << sh_n) >> 1
     # Largest finite value of the format, as input-type bits.
     max_field = P[P_MAXMAG] >> m
     max_mant = P[P_MAXMAG] & ((1 << m) - 1)
@@ -527,7 +523,6 @@ def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, co
                     generic = True  # overflow: rare, let the reference decide
                 else:
                     code = (a2 >> sh_n) - code_off
-                    out_b = a2
                     if want_codes == 0:
                         out_bits[i] = (b - a) | a2
             else:
