@@ -13,13 +13,13 @@ autograd and train (precision policies, loss scaling) -> plot, figures, cli.
 0.1015625
 """
 
+from . import mx, nvfp4, quant_error, scaling
+from .arith import add, div, fma, mul, sqrt, sub
 from .explain import Explanation, RangeStats, explain, range_stats
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
+from .matmul import dot, list_models, matmul
 from .packing import pack, unpack
 from .rounding import MODES, decode, encode, round_to
-from .arith import add, div, fma, mul, sqrt, sub
-from .matmul import dot, list_models, matmul
-from . import mx, nvfp4, quant_error, scaling
 
 __version__ = "0.1.0"
 

@@ -228,7 +228,7 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
     # last bit, not the significand's (always 1: ties go up, as in ml_dtypes'
     # e8m0).
     fast = fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and (
-        (fmt.fits_float32 if not is64 else fmt.emin >= -1022)
+        fmt.fits_float32 if not is64 else fmt.emin >= -1022
     ) and (to_codes or out.dtype == x_flat.dtype)
     # The vectorised float32 path: float32 in, no flags, no flush to zero, and a
     # format whose normal range starts inside float32's.
