@@ -14,7 +14,7 @@
 'new'
 >>> (root / "new" / "notes.txt").write_text("mine")
 4
->>> prepare_out_dir(root / "new", force=False)
+>>> prepare_out_dir(root / "new", force=False)  # doctest: +IGNORE_EXCEPTION_DETAIL
 Traceback (most recent call last):
 ...
 lowprec._outdir.OutDirError: ... is not empty; pass --force to write into it anyway
