@@ -1,0 +1,1 @@
+"""Compiled kernels (numba), below the public modules."""

@@ -1,0 +1,98 @@
+"""The branch-free float32 kernel (lowprec/_kernels/bits32.py) against the
+reference engine (``_engine.encode_kernel``, i.e. ``convert_one`` -> ``round_pack``).
+
+Inputs, for every format of at most 16 bits (and tf32): every value of the
+format, every midpoint between neighbours, the overflow threshold (max plus
+half a quantum) and 2**(emax + 1), every power of two float32 has (so every
+shift below the smallest subnormal), each of them one float32 ulp up and down,
+both signs, zeros, infinities, quiet and signalling NaNs, and spread-out bit
+patterns. Every mode, with and without saturation and flush-to-zero; codes and
+values both. Stochastic rounding gets the same words on both sides
+(``sr_expand`` of the same block seeds), so it must agree bit for bit too.
+"""
+
+import numpy as np
+import pytest
+
+import lowprec as lp
+from lowprec import _engine
+from lowprec._kernels import bits32
+from lowprec.rounding import _MODE_INT
+
+FORMATS = [name for name, f in lp.FORMATS.items() if f.width <= 16] + ["tf32"]
+NO_SEEDS = np.empty(0, np.uint64)
+
+
+def _inputs(f: lp.FloatFormat) -> np.ndarray:
+    v = lp.decode(np.arange(1 << f.width), f)
+    v = np.unique(np.abs(v[np.isfinite(v)]))
+    mids = (v[1:] + v[:-1]) / 2  # exact in float64, and in float32 (m <= 22)
+    q_max = 2.0 ** (f.emax - f.mantissa_bits)
+    edges = [f.max + q_max / 2, 2.0 ** (f.emax + 1), f.max + q_max]
+    powers = 2.0 ** np.arange(-149, 128)
+    with np.errstate(over="ignore"):
+        x = np.concatenate([v, mids, edges, powers, powers * 1.5]).astype(np.float32)
+    x = x[np.isfinite(x)]
+    up = np.nextafter(x, np.float32(np.inf))
+    down = np.nextafter(x, np.float32(0))
+    spread = ((np.arange(1 << 15, dtype=np.uint64) * 131071 + 5) % (1 << 32)).astype(np.uint32)
+    specials = np.array([0, 0x7F800000, 0x7FC00000, 0x7F800001, 0x7FFFFFFF, 0x7F7FFFFF, 1,
+                         0x00400000, 0x003FFFFF, 0x00800000], np.uint32)
+    pos = np.concatenate([x.view(np.uint32), up.view(np.uint32), down.view(np.uint32),
+                          spread & 0x7FFFFFFF, specials])
+    return np.unique(np.concatenate([pos, pos | np.uint32(0x80000000)]))
+
+
+def _reference(f, xb, mode, saturate, ftz, seeds):
+    P = _engine.format_params(f)
+    ref = np.empty(xb.shape, f.code_dtype)
+    rnd = _engine.sr_expand(seeds, xb.size) if seeds.size else NO_SEEDS
+    bad, status = _engine.encode_kernel(P, xb, False, mode, saturate, ftz, rnd, ref,
+                                        np.empty(0, np.uint8), False)
+    assert bad < 0, f"reference refused element {bad} ({xb[bad]:#x}), status {status}"
+    return ref
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_bits32_equals_round_pack(fmt):
+    f = lp.get_format(fmt)
+    assert bits32.supports(f)
+    xb = _inputs(f)
+    if not f.has_nan:
+        xb = xb[~np.isnan(xb.view(np.float32))]
+    seeds = np.random.default_rng(7).integers(0, 2**64, -(-xb.size // _engine.SR_BLOCK),
+                                              dtype=np.uint64)
+    for mode_name, mode in _MODE_INT.items():
+        s = seeds if mode_name == "stochastic" else NO_SEEDS
+        for saturate, ftz in ((False, False), (True, False), (False, True)):
+            q = bits32.params_array(f, mode, saturate, ftz)
+            ref = _reference(f, xb, mode, saturate, ftz, s)
+            codes = np.empty(xb.shape, f.code_dtype)
+            assert bits32.round_bits32(q, mode, xb, s, codes, True) == 0
+            bad = np.flatnonzero(codes != ref)
+            assert bad.size == 0, (
+                f"{fmt} {mode_name} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
+                f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
+                f"round_pack {int(ref[bad[0]]):#x}")
+            vals = np.empty(xb.shape, np.int32)
+            assert bits32.round_bits32(q, mode, xb, s, vals, False) == 0
+            want = lp.decode(ref, f).astype(np.float32).view(np.int32)
+            bad = np.flatnonzero(vals != want)
+            assert bad.size == 0, (
+                f"{fmt} {mode_name}: values differ at x bits {xb[bad[0]]:#010x}: "
+                f"kernel {np.int32(vals[bad[0]]).view(np.float32)!r}, "
+                f"round_pack {np.int32(want[bad[0]]).view(np.float32)!r}")
+
+
+@pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])
+def test_bits32_counts_nans_without_a_code(fmt):
+    f = lp.get_format(fmt)
+    x = np.array([1.0, np.nan, 2.0, -np.nan, np.inf], np.float32)
+    out = np.empty(x.shape, f.code_dtype)
+    q = bits32.params_array(f, _engine.RNE, False, False)
+    assert bits32.round_bits32(q, _engine.RNE, x.view(np.uint32), NO_SEEDS, out, True) == 2
+
+
+def test_bits32_supports_every_small_format_but_not_fp32():
+    assert all(bits32.supports(lp.get_format(n)) for n in FORMATS)
+    assert not bits32.supports(lp.get_format("fp32"))
