@@ -395,8 +395,7 @@ def test_readme_example_runs(tmp_path, monkeypatch):
 
 def test_demo_figures_from_real_runs(tmp_path):
     """lowprec demo hands its runs to figures.demo_figures; short real runs here."""
-    train = pytest.importorskip("lowprec.train")
-    from lowprec import figures
+    from lowprec import figures, train
 
     runs = {p: train.train(p, "underflow", steps=12, seed=0, eval_every=4)
             for p in ("fp32", "fp16-naive", "fp16-amp", "bf16-pure")}
