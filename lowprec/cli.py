@@ -11,6 +11,8 @@ from .explain import explain
 from .formats import FloatFormat, get_format, list_formats, reference_dtype
 from .rounding import MODES, check_mode, decode
 
+__all__ = ["build_parser", "main"]
+
 
 def _fmt_value(v: float) -> str:
     return f"{v:.6g}"

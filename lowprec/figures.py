@@ -26,6 +26,8 @@ from . import train
 from .matmul import matmul as lp_matmul
 from .matmul import promote
 
+__all__ = ["FIGURES", "demo_figures", "generate", "main"]
+
 DPI = 110
 _PNG_METADATA = {"Software": None}  # nothing that changes between runs or versions
 
