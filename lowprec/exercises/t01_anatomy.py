@@ -27,8 +27,8 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from .formats import FloatFormat, get_format
-from .rounding import MODES, check_mode, decode, encode, round_to
+from ..formats import FloatFormat, get_format
+from ..rounding import MODES, check_mode, decode, encode, round_to
 
 __all__ = [
     "ExerciseError",
@@ -675,7 +675,7 @@ def check_grad_scaler_scale(found_inf: list[bool], answer: Any, *,
                             init_scale: float = 2.0**16, growth_interval: int = 2000) -> None:
     """The scale of a PyTorch-style ``GradScaler`` after steps whose gradients had inf/NaN
     (True) or not (False), with growth factor 2 and backoff 0.5 (lowprec.train.GradScaler)."""
-    from .train import GradScaler  # the trainer's scaler is the reference
+    from ..train import GradScaler  # the trainer's scaler is the reference
 
     events = [bool(e) for e in found_inf]
     scaler = GradScaler(init_scale=init_scale, growth_interval=growth_interval)
@@ -742,7 +742,7 @@ def check_current_scale(amax: float, fmt: FloatFormat | str, answer: Any, *,
                         margin: int = 0, power_of_two: bool = False) -> None:
     """The per-tensor scale for a tensor with largest magnitude ``amax`` (Transformer
     Engine's convention: ``codes = round(x * scale)``, ``scale = max / amax / 2**margin``)."""
-    from .scaling import current_scale
+    from ..scaling import current_scale
 
     f = get_format(fmt)
     expected = current_scale(amax, f, margin=margin, power_of_two=power_of_two)
@@ -776,7 +776,7 @@ def check_delayed_scale(amaxes: list[float], fmt: FloatFormat | str, answer: Any
                         margin: int = 0) -> None:
     """The scale delayed scaling uses at the step *after* the steps whose amaxes are
     ``amaxes`` (lowprec.scaling.DelayedScaling, Transformer Engine's recipe)."""
-    from .scaling import DelayedScaling
+    from ..scaling import DelayedScaling
 
     ds = DelayedScaling(fmt, margin=margin, history_len=history_len, amax_compute=amax_compute)
     for a in amaxes:
@@ -805,7 +805,7 @@ def check_delayed_scale(amaxes: list[float], fmt: FloatFormat | str, answer: Any
 # ---------------------------------------------------------- tutorial 08
 def check_mx_scale(block: Any, fmt: str, answer: Any, *, scale_rule: str = "floor") -> None:
     """The shared power-of-two scale of one MX block (``lowprec.mx.quantize``)."""
-    from . import mx
+    from .. import mx
 
     values = np.asarray(block, dtype=np.float64).ravel()
     t = mx.quantize(values, fmt, block_size=values.size, scale_rule=scale_rule)
@@ -844,7 +844,7 @@ def check_mx_scale(block: Any, fmt: str, answer: Any, *, scale_rule: str = "floo
 
 def check_bits_per_value(fmt: str, answer: Any, *, block_size: int = 32) -> None:
     """Storage bits per value of an MX format (elements plus the shared E8M0 scale)."""
-    from . import mx
+    from .. import mx
 
     mxf = mx.get_mx_format(fmt)
     t = mx.quantize(np.zeros(block_size * 4), fmt, block_size=block_size)
@@ -868,7 +868,7 @@ def check_bits_per_value(fmt: str, answer: Any, *, block_size: int = 32) -> None
 def check_sequential_sum(value: float, count: int, fmt: FloatFormat | str, answer: Any) -> None:
     """The result of adding ``value`` ``count`` times into a ``fmt`` accumulator that
     rounds (rne) after every addition, starting from 0 (``lowprec.matmul``, sequential)."""
-    from .matmul import matmul
+    from ..matmul import matmul
 
     f = get_format(fmt)
     v = float(value)

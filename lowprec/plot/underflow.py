@@ -40,8 +40,8 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
-from .formats import FloatFormat, get_format
-from .rounding import check_mode, decode, round_to
+from ..formats import FloatFormat, get_format
+from ..rounding import check_mode, decode, round_to
 
 __all__ = [
     "OKABE_ITO",
