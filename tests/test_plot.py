@@ -21,6 +21,7 @@ from matplotlib.patches import Rectangle, StepPatch
 
 import lowprec as lp
 import lowprec.plot as lpp
+from lowprec.plot import _style
 
 # format name -> (ml_dtypes/numpy dtype, bits)
 REFS = {
@@ -124,7 +125,7 @@ def test_underflow_histogram_counts_and_regions(formats):
     assert len(table) == 1 + len(formats) + 1  # header, one row per format, zeros note
     assert "37 exact zeros" in table[-1]
     sh = lpp.underflow_shares(x, formats[0])
-    assert lpp._pct(sh["zero"]) in table[1]
+    assert _style._pct(sh["zero"]) in table[1]
 
 
 def test_underflow_histogram_loss_scale_shifts_by_log2_s():

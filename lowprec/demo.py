@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from .policy import POLICIES, get_policy
-from .results import RunResult, save_run
-from .runner import train
+from .train.policy import POLICIES, get_policy
+from .train.results import RunResult, save_run
+from .train.runner import train
 
 __all__ = ["DEMO_POLICIES", "ProgressBar", "choose_out_dir", "format_table", "run_demo"]
 
