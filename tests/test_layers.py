@@ -26,9 +26,9 @@ LAYERS: dict[str, int] = {
     "_kernels": 0, "_runtime": 0, "_outdir": 0,
     "formats": 1,
     # rounding and codecs
-    "rounding": 2, "packing": 2, "explain": 2, "_blocks": 2, "_engine": 0,
+    "rounding": 2, "packing": 2, "explain": 2, "_blocks": 2,
     # arithmetic and accumulation models
-    "arith": 3, "matmul": 3, "_arith": 0, "_matmul_kernels": 0, "gpu": 3,
+    "arith": 3, "matmul": 3, "gpu": 3,
     # scaled and block formats; the validation of hardware against the models
     "scaling": 4, "mx": 4, "nvfp4": 4, "quant_error": 4, "validate": 4,
     # autograd and the trainer
