@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec import _engine
+from lowprec._kernels import engine as _engine
 from lowprec._kernels import bits32
 from lowprec.rounding import _MODE_INT
 

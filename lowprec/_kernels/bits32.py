@@ -37,8 +37,8 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .. import _engine
-from .._engine import ODD, RDOWN, RNA, RNE, RTZ, RUP, SR_BLOCK, STOCHASTIC, sr_word
+from . import engine as _engine
+from .engine import ODD, RDOWN, RNA, RNE, RTZ, RUP, SR_BLOCK, STOCHASTIC, sr_word
 from ..formats import FloatFormat
 
 
