@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import engine as _engine
+from ._kernels import engine, params, sr
 from ._runtime import _get_rng
 from .formats import FloatFormat, get_format
 from .rounding import _MODE_INT, check_mode, decode, encode
@@ -31,10 +31,10 @@ from .rounding import _MODE_INT, check_mode, decode, encode
 __all__ = ["Explanation", "RangeStats", "explain", "range_stats"]
 
 _FLAG_NAMES = (
-    (_engine.FLAG_INEXACT, "inexact"),
-    (_engine.FLAG_UNDERFLOW, "underflow"),
-    (_engine.FLAG_OVERFLOW, "overflow"),
-    (_engine.FLAG_INVALID, "invalid"),
+    (params.FLAG_INEXACT, "inexact"),
+    (params.FLAG_UNDERFLOW, "underflow"),
+    (params.FLAG_OVERFLOW, "overflow"),
+    (params.FLAG_INVALID, "invalid"),
 )
 
 
@@ -179,8 +179,8 @@ def _round_exact(x: Fraction, fmt: FloatFormat, mode: int, saturate: bool,
         sig, rem = divmod(p << -lsb, q)
     else:
         sig, rem = divmod(p, q << lsb)
-    code, flags, status = _engine.round_pack(
-        _engine.format_params(fmt), x < 0, np.int64(sig), lsb, rem != 0, mode, saturate,
+    code, flags, status = engine.round_pack(
+        params.format_params(fmt), x < 0, np.int64(sig), lsb, rem != 0, mode, saturate,
         False, np.uint64(word))
     if status:
         raise ValueError(f"{float(x)!r} is negative, but {fmt.name} is unsigned and has no NaN")
@@ -244,7 +244,7 @@ def explain(
     word = 0
     if mode == "stochastic":
         seed = _get_rng(rng).bit_generator.random_raw(1)[0]
-        word = int(_engine.sr_word(np.uint64(seed), 0))
+        word = int(sr.sr_word(np.uint64(seed), 0))
     if isinstance(x, float) or x == 0:  # nan, ±inf, ±0: the float path of encode
         c, f = encode(np.float64(x), fmt, mode, saturate=saturate, flags=True,
                       rng=rng if mode == "stochastic" else None)
@@ -393,14 +393,14 @@ def range_stats(
             part = np.where(nan, 0, part)  # encode refuses NaN here; counted above
         codes, flags = encode(part, fmt, mode, saturate=saturate, flags=True, rng=gen)
         finite = ~(nan | inf)
-        inexact = finite & ((flags & _engine.FLAG_INEXACT) != 0)
+        inexact = finite & ((flags & params.FLAG_INEXACT) != 0)
         mag = codes & codes.dtype.type(mag_mask)
         counts["nan_in"] += n_nan
         counts["inf_in"] += int(np.count_nonzero(inf))
         counts["inexact"] += int(np.count_nonzero(inexact))
         counts["exact"] += int(np.count_nonzero(finite)) - int(np.count_nonzero(inexact))
         counts["overflow"] += int(np.count_nonzero(
-            finite & ((flags & _engine.FLAG_OVERFLOW) != 0)))
+            finite & ((flags & params.FLAG_OVERFLOW) != 0)))
         if fmt.has_zero:
             zero = mag == 0
             if fmt.nan == "negzero":

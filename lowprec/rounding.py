@@ -1,6 +1,6 @@
 """Values to codes and back, in every rounding mode: ``round_to``, ``encode``, ``decode``.
 
-All three are thin wrappers around the compiled engine in ``lowprec._engine``;
+All three are thin wrappers around the compiled engine in ``lowprec._kernels``;
 this module only checks arguments, converts inputs and walks the array in
 chunks (so peak extra memory stays near the size of the result).
 
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import engine as _engine
+from ._kernels import engine, fast, params, sr
 from ._runtime import (
     _CHUNK,
     _as_float_array,
@@ -75,7 +75,7 @@ def check_mode(mode: str) -> str:
 
 def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat) -> None:
     value = x_flat[index]
-    if status == _engine.INVALID_NAN:
+    if status == params.INVALID_NAN:
         raise ValueError(
             f"element {index} is NaN, but {fmt.name} has no NaN encoding; remove or replace "
             "NaNs (np.nan_to_num) before converting"
@@ -89,7 +89,7 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
     fmt = get_format(fmt)
     mode = check_mode(mode)
     arr, scalar = _as_float_array(x)
-    P = _engine.format_params(fmt)
+    P = params.format_params(fmt)
     m = _MODE_INT[mode]
     stochastic = mode == "stochastic"
     gen = _get_rng(rng) if stochastic else None
@@ -118,12 +118,12 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
     # ties-to-even from the input's bits, which for m = 0 is the exponent's
     # last bit, not the significand's (always 1: ties go up, as in ml_dtypes'
     # e8m0).
-    fast = fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and (
+    use_fast = fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and (
         fmt.fits_float32 if not is64 else fmt.emin >= -1022
     ) and (to_codes or out.dtype == x_flat.dtype)
     # The vectorised float32 path: float32 in, no flags, no flush to zero, and a
     # format whose normal range starts inside float32's.
-    vec = (fast and not is64 and subnormals and not want_flags and fmt.emin >= -126
+    vec = (use_fast and not is64 and subnormals and not want_flags and fmt.emin >= -126
            and (fmt.emin == -126 or fmt.smallest_subnormal_exponent >= -126))
     no_bits = np.empty(0, dtype=bits.dtype)
     no_vals = np.empty(0, dtype=x_flat.dtype)
@@ -137,45 +137,45 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
         ftz = not subnormals
         if vec:
             if to_codes:
-                return _engine.vec32_kernel(P, xb, m, saturate, seeds, no_i32,
+                return fast.vec32_kernel(P, xb, m, saturate, seeds, no_i32,
                                             out_flat[start:stop], 1)
-            return _engine.vec32_kernel(P, xb, m, saturate, seeds,
+            return fast.vec32_kernel(P, xb, m, saturate, seeds,
                                         out_flat[start:stop].view(np.int32), no_codes, 0)
         if stochastic:
             o = out_flat[start:stop]
-            if fast and not want_flags:
+            if use_fast and not want_flags:
                 if to_codes:
-                    return _engine.stochastic_kernel(1, P, xb, is64, saturate, ftz, seeds,
+                    return fast.stochastic_kernel(1, P, xb, is64, saturate, ftz, seeds,
                                                      no_bits, no_vals, o, flags_flat, False)
-                return _engine.stochastic_kernel(0, P, xb, is64, saturate, ftz, seeds,
+                return fast.stochastic_kernel(0, P, xb, is64, saturate, ftz, seeds,
                                                  o.view(bits.dtype), o, no_codes, flags_flat,
                                                  False)
             if to_codes:
                 fl = flags_flat[start:stop] if want_flags else flags_flat
-                return _engine.stochastic_kernel(2, P, xb, is64, saturate, ftz, seeds,
+                return fast.stochastic_kernel(2, P, xb, is64, saturate, ftz, seeds,
                                                  no_bits, no_vals, o, fl, want_flags)
-            return _engine.stochastic_kernel(3, P, xb, is64, saturate, ftz, seeds,
+            return fast.stochastic_kernel(3, P, xb, is64, saturate, ftz, seeds,
                                              no_bits, o, no_codes, flags_flat, False)
-        if fast and not want_flags:
+        if use_fast and not want_flags:
             if to_codes:
-                return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
+                return fast.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
                                            no_bits, no_vals, out_flat[start:stop], 1)
             ob = out_flat[start:stop]
-            return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
+            return fast.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
                                        ob.view(bits.dtype), ob, no_codes, 0)
         if to_codes:
-            return _engine.encode_kernel(
+            return engine.encode_kernel(
                 P, xb, is64, m, saturate, ftz, no_rnd, out_flat[start:stop],
                 flags_flat[start:stop] if want_flags else flags_flat, want_flags)
-        return _engine.round_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
+        return engine.round_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
                                     out_flat[start:stop])
 
     # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements is
     # drawn from the Generator, in order, a chunk at a time; the kernels make
     # each element's word from its block's seed and its index in the block
-    # (see _engine.sr_word). Results depend on the seed only, never on the
+    # (see sr.sr_word). Results depend on the seed only, never on the
     # number of threads.
-    block = _engine.SR_BLOCK
+    block = sr.SR_BLOCK
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
         seeds = _random_words(gen, -(-(stop - start) // block)) if stochastic else no_rnd
@@ -218,7 +218,7 @@ def round_to(
         For ``stochastic`` only: a ``numpy.random.Generator`` or a seed. One
         64-bit seed is drawn from it per block of 4096 elements, and each
         element's uniform 64-bit word is made from its block's seed by
-        SplitMix64 (``lowprec._engine.sr_word``); the same seed gives the same
+        SplitMix64 (``lowprec._kernels.sr.sr_word``); the same seed gives the same
         result, whatever the number of threads.
 
     Returns
@@ -292,7 +292,7 @@ def decode(codes: Any, fmt: FloatFormat | str) -> Any:
     else:
         flat = np.ascontiguousarray(arr.reshape(-1)).astype(np.uint32, copy=False)
         out = np.empty(flat.shape, dtype=np.float64)
-        _engine.decode_kernel(_engine.format_params(fmt), flat, out)
+        engine.decode_kernel(params.format_params(fmt), flat, out)
         out = out.reshape(arr.shape)
     return out[()] if scalar else out
 
@@ -306,7 +306,7 @@ def _decode_table(fmt: FloatFormat) -> np.ndarray:
     if table is None:
         codes = np.arange(1 << fmt.width, dtype=np.uint32)
         table = np.empty(codes.shape, dtype=np.float64)
-        _engine.decode_kernel(_engine.format_params(fmt), codes, table)
+        engine.decode_kernel(params.format_params(fmt), codes, table)
         table.setflags(write=False)
         _TABLES[fmt] = table
     return table

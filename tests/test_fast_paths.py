@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec._kernels import engine as _engine
+from lowprec._kernels import sr
 
 FORMATS = ["fp32", "fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp8_e3m4",
            "fp6_e3m2", "fp6_e2m3", "fp4_e2m1"]
@@ -79,7 +79,7 @@ def test_stochastic_is_independent_of_threads_and_chunks(monkeypatch):
         runs.append(lp.round_to(x, "fp8_e4m3", "stochastic", rng=np.random.default_rng(9)))
     assert all(np.array_equal(runs[0], r) for r in runs[1:])
     # A prefix of whole blocks gets the same words as the whole array.
-    n = 3 * _engine.SR_BLOCK
+    n = 3 * sr.SR_BLOCK
     np.testing.assert_array_equal(lp.round_to(x[:n], "fp8_e4m3", "stochastic", rng=9),
                                   runs[0][:n])
     assert not np.array_equal(lp.round_to(x, "fp8_e4m3", "stochastic", rng=10), runs[0])
@@ -102,7 +102,7 @@ def test_sr_word_is_splitmix64():
 
     for seed in (0, 1, 0xDEADBEEF, mask):
         want = splitmix(seed, 50)
-        got = [int(_engine.sr_word(np.uint64(seed), j)) for j in range(50)]
+        got = [int(sr.sr_word(np.uint64(seed), j)) for j in range(50)]
         assert got == want
 
 

@@ -4,7 +4,7 @@ Every kernel takes the codes of A (M x K, input format ``Pi``) and of B
 transposed (N x K), computes rows ``i0 .. i1`` of the output, and ends each
 element by converting its accumulator into the output format ``Po`` with
 ``round_pack``. All arithmetic is exact integer arithmetic plus the one
-rounding engine, like ``lowprec._arith``.
+rounding engine, like ``lowprec._kernels.arith``.
 """
 
 from __future__ import annotations
