@@ -55,7 +55,7 @@ import numpy as np
 from ._kernels import arith, arith_fast, params, sr
 from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
 from .formats import FloatFormat, get_format, reference_dtype
-from .rounding import _MODE_INT, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
 
@@ -210,7 +210,7 @@ def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, ge
     out = np.empty(n, dtype=np.int64)
     flag_arr = np.zeros(n if flags else 0, dtype=np.uint8)
     P = params.format_params(fmt)
-    m = _MODE_INT[mode]
+    m = params.MODE_INT[mode]
 
     def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
         part = [x if x.shape[0] == 1 else x[start:stop] for x in (a, b, c)]

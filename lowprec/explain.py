@@ -26,16 +26,10 @@ import numpy as np
 from ._kernels import engine, params, sr
 from ._runtime import _get_rng
 from .formats import FloatFormat, get_format
-from .rounding import _MODE_INT, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = ["Explanation", "RangeStats", "explain", "range_stats"]
 
-_FLAG_NAMES = (
-    (params.FLAG_INEXACT, "inexact"),
-    (params.FLAG_UNDERFLOW, "underflow"),
-    (params.FLAG_OVERFLOW, "overflow"),
-    (params.FLAG_INVALID, "invalid"),
-)
 
 
 @dataclass(frozen=True)
@@ -250,7 +244,7 @@ def explain(
                       rng=rng if mode == "stochastic" else None)
         code, flags = int(c), int(f)
     else:
-        code, flags = _round_exact(x, fmt, _MODE_INT[mode], saturate, word)
+        code, flags = _round_exact(x, fmt, params.MODE_INT[mode], saturate, word)
     result = float(decode(code, fmt))
 
     m = fmt.mantissa_bits
@@ -286,7 +280,7 @@ def explain(
         exponent_field=e_field, mantissa_field=m_field, exponent=exponent, kind=kind,
         next_down=_neighbour(fmt, code, up=False), next_up=_neighbour(fmt, code, up=True),
         abs_error=abs_err, rel_error=rel_err, ulp=ulp, ulp_error=ulp_err,
-        flags=tuple(name for bit, name in _FLAG_NAMES if flags & bit),
+        flags=tuple(name for bit, name, _ in params.FLAG_TABLE if flags & bit),
     )
 
 

@@ -41,7 +41,7 @@ from ._kernels import matmul as K
 from ._kernels import params
 from ._runtime import _threads
 from .formats import FloatFormat, custom_format, get_format
-from .rounding import _MODE_INT, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = [
     "AccumulationModel",
@@ -308,7 +308,7 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
     M, N = a.shape[0], b.shape[1]
     out = np.empty((M, N), dtype=np.int64)
     Pi, Pa, Po = (params.format_params(f) for f in (fin, facc, fout))
-    m = _MODE_INT[mode]
+    m = params.MODE_INT[mode]
     # Unpack the inputs once (signed significands, exponents); the fast kernels
     # use them when no input is inf or NaN.
     asig, aexp = np.empty(ca.shape, np.int64), np.empty(ca.shape, np.int64)
@@ -345,7 +345,7 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
                                 name=f"{facc.name}_m{tc.acc_mantissa_bits}")
         Ph = params.format_params(fhw)
         zh, za = _zero(fhw), _zero(facc)
-        hw = _MODE_INT[check_mode(tc.hw_mode)]
+        hw = params.MODE_INT[check_mode(tc.hw_mode)]
         if special:
             _run_rows(lambda i0, i1: K.tensor_core_kernel(Pi, Ph, Pa, Po, ca, cbt, m, i0, i1,
                                                           out, zh, tc.block, tc.align_bits, hw,

@@ -23,7 +23,6 @@ from hypothesis import strategies as st
 
 import lowprec as lp
 from lowprec._kernels import engine, fast, params
-from lowprec.rounding import _MODE_INT
 
 FORMATS = list(lp.FORMATS)
 DET_MODES = ["rne", "rna", "rtz", "rup", "rdown", "odd"]
@@ -146,7 +145,7 @@ def bits_of(dtype: type) -> int:
 def _fast_and_generic(fmt, bits: np.ndarray, mode: str, saturate: bool, ftz: bool, rnd):
     """Codes and values from the fast kernel and from the generic kernels."""
     P = params.format_params(fmt)
-    m = _MODE_INT[mode]
+    m = params.MODE_INT[mode]
     is64 = bits.dtype == np.uint64
     n = bits.size
     ftype = np.float64 if is64 else np.float32

@@ -228,7 +228,6 @@ def test_round_pack_wide_significands_and_sticky(name: str) -> None:
     from fractions import Fraction
 
     from lowprec._kernels import engine, params
-    from lowprec.rounding import _MODE_INT
 
     fmt = lp.get_format(name)
     P = params.format_params(fmt)
@@ -247,7 +246,7 @@ def test_round_pack_wide_significands_and_sticky(name: str) -> None:
         for mode in DETERMINISTIC_MODES:
             for saturate, ftz in ((False, False), (True, False), (False, True)):
                 code, _, status = engine.round_pack(P, negative, np.int64(sig), lsb_exp, sticky,
-                                                     _MODE_INT[mode], saturate, ftz,
+                                                     params.MODE_INT[mode], saturate, ftz,
                                                      np.uint64(0))
                 assert status == 0
                 got = float(lp.decode(int(code), fmt))

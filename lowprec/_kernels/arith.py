@@ -49,14 +49,6 @@ from .params import (
     FLAG_INVALID,
     INVALID_NAN,
     NAN_IEEE,
-    P_BIAS,
-    P_EMIN,
-    P_HASINF,
-    P_M,
-    P_MAXMAG,
-    P_NAN,
-    P_SIGNBIT,
-    P_SUBN,
     RDOWN,
     STOCHASTIC,
 )
@@ -89,24 +81,24 @@ def unpack(P, code):
 
     For FINITE: value = (-1)**neg * sig * 2**exp with 2**m <= sig < 2**(m+1).
     """
-    m = P[P_M]
-    sign = code & P[P_SIGNBIT]
+    m = P.m
+    sign = code & P.sign_bit
     neg = sign != 0
     mag = code ^ sign
     if is_nan_code(P, code):
-        if P[P_NAN] == NAN_IEEE and m > 0 and (mag >> (m - 1)) & 1 == 0:
+        if P.nan_kind == NAN_IEEE and m > 0 and (mag >> (m - 1)) & 1 == 0:
             return SNAN, neg, np.int64(0), 0
         return QNAN, neg, np.int64(0), 0
-    if P[P_HASINF] and mag == P[P_MAXMAG] + 1:
+    if P.has_inf and mag == P.max_mag + 1:
         return INF, neg, np.int64(0), 0
     e_field = mag >> m
     m_field = np.int64(mag & ((1 << m) - 1))
-    if P[P_SUBN] and e_field == 0:
+    if P.subnormals and e_field == 0:
         if m_field == 0:
             return ZERO, neg, np.int64(0), 0
         k = m + 1 - bitlen(m_field)  # shift a subnormal up to p bits
-        return FINITE, neg, m_field << k, P[P_EMIN] - m - k
-    return FINITE, neg, m_field | (np.int64(1) << m), e_field - P[P_BIAS] - m
+        return FINITE, neg, m_field << k, P.emin - m - k
+    return FINITE, neg, m_field | (np.int64(1) << m), e_field - P.bias - m
 
 
 # Every operation returns a *result tuple* and ends in ONE call of the engine,
@@ -215,7 +207,7 @@ def op_add(P, ca, cb, negate_b, mode, saturate, ftz, rnd):
         return rounded(nb, sb, eb, False)  # exact
     if kb == ZERO:
         return rounded(na, sa, ea, False)
-    return add_exact(P, na, sa, ea, nb, sb, eb, P[P_M] + 1, mode, saturate, ftz, rnd)
+    return add_exact(P, na, sa, ea, nb, sb, eb, P.m + 1, mode, saturate, ftz, rnd)
 
 
 @_jit
@@ -258,7 +250,7 @@ def op_div(P, ca, cb, mode, saturate, ftz, rnd):
     # quotient has >= 62 - p bits, >= 2 more than the p-bit result needs
     # (p <= 24); a non-zero remainder is the sticky bit (the exact quotient is
     # strictly between q and q + 1).
-    p = P[P_M] + 1
+    p = P.m + 1
     s = 62 - p
     num = sa << s
     q = num // sb
@@ -301,7 +293,7 @@ def op_sqrt(P, ca, mode, saturate, ftz, rnd):
     # N = sa << k with ea - k even and 2**60 <= N < 2**62: the integer root r
     # has 31 bits (>= p + 7 for p <= 24) and sqrt(value) = (r + frac) * 2**((ea-k)/2);
     # a non-zero remainder means the exact root lies strictly inside (r, r+1).
-    p = P[P_M] + 1
+    p = P.m + 1
     k = 62 - p
     if (ea - k) & 1:
         k -= 1
@@ -347,7 +339,7 @@ def fma_parts(P, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, p_in, mode, sat
         return inf_result(negp, 0)
     if kc == INF:
         return inf_result(nc, 0)
-    p = P[P_M] + 1
+    p = P.m + 1
     if ka == ZERO or kb == ZERO:
         if kc == ZERO:
             # Signed zeros: equal signs keep theirs, else +0 (-0 when rounding down).
@@ -372,7 +364,7 @@ def op_fma(P, ca, cb, cc, mode, saturate, ftz, rnd):
     ka, na, sa, ea = unpack(P, ca)
     kb, nb, sb, eb = unpack(P, cb)
     kc, nc, sc, ec = unpack(P, cc)
-    return fma_parts(P, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, P[P_M] + 1, mode,
+    return fma_parts(P, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec, P.m + 1, mode,
                      saturate, ftz, rnd)
 
 
@@ -427,7 +419,7 @@ def to_code_kernel(P, xbits, codes):
         c, f, st = convert_one(P, b, True, 0, False, False, np.uint64(0))
         if st != 0 or f != 0:
             return i
-        if (b & 0x7FFFFFFFFFFFFFFF) == 0x7FF0000000000000 and not P[P_HASINF]:
+        if (b & 0x7FFFFFFFFFFFFFFF) == 0x7FF0000000000000 and not P.has_inf:
             return i
         codes[i] = c
     return -1

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from .arith import DIV, SQRT, op_kernel
-from .params import FLAG_INEXACT, P_BIAS, P_EMIN, P_M, P_MAXMAG, P_SIGNBIT, P_SUBN, STOCHASTIC
+from .params import FLAG_INEXACT, STOCHASTIC
 from .sr import SR_BLOCK, sr_word, sr_words_at
 
 _jit = njit(cache=True, nogil=True)
@@ -180,12 +180,12 @@ def normal_parts(P, code):
     p-bit significand (a normal number; e8m0's values too), then as ``unpack``:
     value = (-1)**neg * sig * 2**exp. Zeros, subnormals, inf and NaN (every NaN
     and inf code lies outside 2**m <= magnitude <= max_code_magnitude) give ok False."""
-    m = P[P_M]
-    sign = code & P[P_SIGNBIT]
+    m = P.m
+    sign = code & P.sign_bit
     mag = code ^ sign
-    ok = mag >= (np.int64(1) << m) and mag <= P[P_MAXMAG]
+    ok = mag >= (np.int64(1) << m) and mag <= P.max_mag
     return ok, sign != 0, (mag & ((np.int64(1) << m) - 1)) | (np.int64(1) << m), (
-        (mag >> m) - P[P_BIAS] - m)
+        (mag >> m) - P.bias - m)
 
 
 @_jit
@@ -211,20 +211,20 @@ def sr_round_normal(P, neg, sig, lsb, nbits, sticky, rnd):
     vectorise: the sign and the coin toss are random, and mispredicted
     branches would cost more than the arithmetic.
     """
-    m = P[P_M]
-    emin = P[P_EMIN]
+    m = P.m
+    emin = P.emin
     e = lsb + nbits - 1
     shift = e - m - lsb
-    ok = ((e >= emin) & (e <= emin + (P[P_MAXMAG] >> m) - P[P_SUBN]) & (shift >= 1)
-          & (shift <= 62) & ((neg & (P[P_SIGNBIT] == 0)) ^ True))
+    ok = ((e >= emin) & (e <= emin + (P.max_mag >> m) - P.subnormals) & (shift >= 1)
+          & (shift <= 62) & ((neg & (P.sign_bit == 0)) ^ True))
     shift = min(max(shift, 1), 62)
     r = sig >> shift
     rem = sig & ((np.int64(1) << shift) - 1)
     thresh = (np.uint64(rem) << np.uint64(64 - shift)) + np.uint64(sticky)
     r += np.int64(rnd < thresh)
-    mag = ((e - emin) << m) + r - (0 if P[P_SUBN] else (np.int64(1) << m))
-    ok = ok & (mag <= P[P_MAXMAG])
-    return ok, mag | (P[P_SIGNBIT] * np.int64(neg)), FLAG_INEXACT * np.int64((rem != 0) | sticky)
+    mag = ((e - emin) << m) + r - (0 if P.subnormals else (np.int64(1) << m))
+    ok = ok & (mag <= P.max_mag)
+    return ok, mag | (P.sign_bit * np.int64(neg)), FLAG_INEXACT * np.int64((rem != 0) | sticky)
 
 
 def sr_kernel(P: tuple, op: int, a: np.ndarray, b: np.ndarray, c: np.ndarray, saturate: bool,
@@ -280,7 +280,7 @@ def sr_fast_pass(P, op, a, b, c, seeds, out, fl):
     sa = 0 if a.shape[0] == 1 else 1
     sb = 0 if b.shape[0] == 1 else 1
     sc = 0 if c.shape[0] == 1 else 1
-    m = P[P_M]
+    m = P.m
     p = m + 1
     if m < 2:  # p < 3: op_div takes no extra quotient bits
         out[:] = -1

@@ -10,14 +10,12 @@ with ``sig`` an unsigned integer, and its output is the format's code plus
 TestFloat-style exception flags. Conversions feed it the significand of a
 float32/float64; arithmetic (``lowprec.arith``) feeds it exact integer results.
 
-The kernels are plain scalar Python compiled by numba. Two fast paths sit on
-top of the reference kernels and are tested equal to them: ``fast_kernel``
-(scalar, float32/float64 bits in) and ``vec32_kernel`` (float32 in, written
-branch-free so that LLVM vectorises it); stochastic rounding makes its random
-words in the kernels from one seed per block (``sr_word``, SplitMix64).
-Format parameters travel as a tuple of ints (see :func:`format_params`), so one
-compiled kernel serves every format; the rounding mode is an int (see
-:data:`MODES`).
+The kernels are plain scalar Python compiled by numba, and this module is the
+reference: the fast twins in ``fast.py`` (``fast_kernel``, ``vec32_kernel``)
+are tested equal to it; stochastic rounding takes its random words from
+``sr.py`` (SplitMix64, one seed per block). A format travels as a
+``FormatParams`` named tuple of ints (``params.py``), so one compiled kernel
+serves every format; the rounding mode is an int (``params.MODE_TABLE``).
 
 Rounding, in one picture. ``shift`` low bits of ``sig`` fall below the
 format's quantum ``2**qe`` at this exponent::
@@ -52,15 +50,6 @@ from .params import (
     NAN_NEGZERO,
     NAN_NONE,
     ODD,
-    P_BIAS,
-    P_EBITS,
-    P_EMIN,
-    P_HASINF,
-    P_M,
-    P_MAXMAG,
-    P_NAN,
-    P_SIGNBIT,
-    P_SUBN,
     RDOWN,
     RNA,
     RNE,
@@ -75,41 +64,41 @@ _jit = njit(cache=True, nogil=True)
 @_jit
 def nan_code(P, negative):
     """The canonical NaN of the format (quiet, sign of the input where it has one)."""
-    m = P[P_M]
-    kind = P[P_NAN]
+    m = P.m
+    kind = P.nan_kind
     if kind == NAN_IEEE:
-        ones = ((1 << P[P_EBITS]) - 1) << m
+        ones = ((1 << P.exp_bits) - 1) << m
         quiet = (1 << (m - 1)) if m > 0 else 1
-        return (P[P_SIGNBIT] if negative else 0) | ones | quiet
+        return (P.sign_bit if negative else 0) | ones | quiet
     if kind == NAN_MAX:
-        return (P[P_SIGNBIT] if negative else 0) | (P[P_MAXMAG] + 1)
+        return (P.sign_bit if negative else 0) | (P.max_mag + 1)
     if kind == NAN_NEGZERO:
-        return P[P_SIGNBIT]
+        return P.sign_bit
     return -1  # no NaN
 
 
 @_jit
 def inf_code(P, negative):
-    return (P[P_SIGNBIT] if negative else 0) | (P[P_MAXMAG] + 1)
+    return (P.sign_bit if negative else 0) | (P.max_mag + 1)
 
 
 @_jit
 def zero_code(P, negative):
     """Signed zero; +0 in formats without negative zero (fnuz, unsigned)."""
-    if negative and P[P_NAN] != NAN_NEGZERO:
-        return P[P_SIGNBIT]
+    if negative and P.nan_kind != NAN_NEGZERO:
+        return P.sign_bit
     return 0
 
 
 @_jit
 def is_nan_code(P, code):
-    sign = code & P[P_SIGNBIT]
+    sign = code & P.sign_bit
     mag = code ^ sign
-    kind = P[P_NAN]
+    kind = P.nan_kind
     if kind == NAN_IEEE:
-        return mag > P[P_MAXMAG] + 1
+        return mag > P.max_mag + 1
     if kind == NAN_MAX:
-        return mag == P[P_MAXMAG] + 1
+        return mag == P.max_mag + 1
     if kind == NAN_NEGZERO:
         return sign != 0 and mag == 0
     return False
@@ -128,19 +117,19 @@ def pow2(e):
 @_jit
 def decode_one(P, code):
     """Value of a code, as a float64 (exact: formats are checked to fit)."""
-    m = P[P_M]
-    sign = code & P[P_SIGNBIT]
+    m = P.m
+    sign = code & P.sign_bit
     mag = code ^ sign
     if is_nan_code(P, code):
         return np.nan
-    if P[P_HASINF] and mag == P[P_MAXMAG] + 1:
+    if P.has_inf and mag == P.max_mag + 1:
         return -np.inf if sign else np.inf
     e_field = mag >> m
     m_field = mag & ((1 << m) - 1)
-    if e_field == 0 and P[P_SUBN]:
-        value = float(m_field) * pow2(P[P_EMIN] - m)
+    if e_field == 0 and P.subnormals:
+        value = float(m_field) * pow2(P.emin - m)
     else:
-        value = float(m_field + (1 << m)) * pow2(e_field - P[P_BIAS] - m)
+        value = float(m_field + (1 << m)) * pow2(e_field - P.bias - m)
     return -value if sign else value
 
 
@@ -160,11 +149,11 @@ def round_pack(P, negative, sig, lsb_exp, sticky, mode, saturate, ftz, rnd):
     Returns ``(code, flags, status)``; ``status`` is non-zero (and ``code``
     meaningless) when the value has no code in this format.
     """
-    m = P[P_M]
-    emin = P[P_EMIN]
-    subn = P[P_SUBN]
+    m = P.m
+    emin = P.emin
+    subn = P.subnormals
     # 0. Unsigned formats: a negative number is invalid (NaN if there is one).
-    if negative and P[P_SIGNBIT] == 0:
+    if negative and P.sign_bit == 0:
         c = nan_code(P, False)
         if c < 0:
             return 0, FLAG_INVALID, INVALID_NEGATIVE
@@ -173,7 +162,7 @@ def round_pack(P, negative, sig, lsb_exp, sticky, mode, saturate, ftz, rnd):
     # 1. Exponent of the leading bit, and the quantum 2**qe of the format there.
     nbits = 64 - _clz64(sig)
     e = lsb_exp + nbits - 1
-    if e > P[P_EMIN] + ((P[P_MAXMAG] >> m) - (1 if subn else 0)):
+    if e > P.emin + ((P.max_mag >> m) - (1 if subn else 0)):
         # e > emax: overflows in every mode (even truncation stays >= 2**e > max).
         return _overflow(P, negative, mode, saturate)
     if subn:
@@ -184,7 +173,44 @@ def round_pack(P, negative, sig, lsb_exp, sticky, mode, saturate, ftz, rnd):
         qe = e - m
     shift = qe - lsb_exp
 
-    # 2. Split sig at the quantum: kept bits r, round bit, sticky bits.
+    # 2-3. Round sig at the quantum, by mode: r quanta.
+    r, inexact = round_at(sig, shift, sticky, negative, mode, rnd)
+
+    flags = FLAG_INEXACT if inexact else 0
+    # 4. Pack: the code magnitude is linear in r across binades, so a carry out
+    #    of the significand (r == 2**(m+1)) steps the exponent field up by itself.
+    if r == 0:
+        if inexact:
+            flags |= FLAG_UNDERFLOW
+        return zero_code(P, negative), flags, 0
+    if subn:
+        mag = (((e if e > emin else emin) - emin) << m) + r
+    else:
+        mag = ((e - emin) << m) + r - (1 << m)
+    if mag > P.max_mag:
+        return _overflow(P, negative, mode, saturate)
+    is_sub = subn and mag < (1 << m)
+    if is_sub and ftz:
+        # Flush-to-zero of subnormal results.
+        return zero_code(P, negative), FLAG_INEXACT | FLAG_UNDERFLOW, 0
+    if inexact and subn and e < emin:
+        # Tininess after rounding: would the result, rounded to full precision
+        # with an unbounded exponent, still be below 2**emin?
+        if e < emin - 1 or not _carries_to_next_binade(sig, lsb_exp, e, m, sticky, negative,
+                                                      mode, is_sub):
+            flags |= FLAG_UNDERFLOW
+    code = mag | (P.sign_bit if negative else 0)
+    return code, flags, 0
+
+
+@_jit
+def round_at(sig, shift, sticky, negative, mode, rnd):
+    """``(r, inexact)``: (sig + sticky*eps) * 2**-shift rounded to an integer r by ``mode``.
+
+    The one "decide by mode" of the reference engine (the picture in the module
+    docstring); ``rnd`` is the uniform 64-bit word of stochastic rounding.
+    """
+    # Split sig at the quantum: kept bits r, round bit, sticky bits.
     if shift <= 0:
         r = sig << (-shift)
         round_bit = 0
@@ -200,84 +226,8 @@ def round_pack(P, negative, sig, lsb_exp, sticky, mode, saturate, ftz, rnd):
     if sticky:
         below |= 1
     inexact = (round_bit | below) != 0
-
-    # 3. Decide, by mode.
-    if inexact:
-        if mode == RNE:
-            r += round_bit & (1 if (below != 0 or (r & 1)) else 0)
-        elif mode == RNA:
-            r += round_bit
-        elif mode == RUP:
-            r += 0 if negative else 1
-        elif mode == RDOWN:
-            r += 1 if negative else 0
-        elif mode == ODD:
-            r |= 1
-        elif mode == STOCHASTIC:
-            # Up with probability frac = (sig mod 2**shift) / 2**shift: compare a
-            # uniform 64-bit word with frac * 2**64. Exact for shift <= 64; beyond,
-            # the threshold is rounded up to a whole 2**-64 (an error < 2**-64).
-            rem = sig & ((np.int64(1) << shift) - 1) if shift <= 62 else sig
-            if shift <= 64:
-                thresh = np.uint64(rem) << np.uint64(64 - shift)
-                if sticky and shift < 64:
-                    thresh += np.uint64(1)
-            elif shift - 64 >= 63:
-                thresh = np.uint64(1)
-            else:
-                lost = rem & ((np.int64(1) << (shift - 64)) - 1)
-                thresh = np.uint64(rem >> (shift - 64)) + np.uint64(1 if (lost or sticky) else 0)
-            if rnd < thresh:
-                r += 1
-        # RTZ: nothing
-
-    flags = FLAG_INEXACT if inexact else 0
-    # 4. Pack: the code magnitude is linear in r across binades, so a carry out
-    #    of the significand (r == 2**(m+1)) steps the exponent field up by itself.
-    if r == 0:
-        if inexact:
-            flags |= FLAG_UNDERFLOW
-        return zero_code(P, negative), flags, 0
-    if subn:
-        mag = (((e if e > emin else emin) - emin) << m) + r
-    else:
-        mag = ((e - emin) << m) + r - (1 << m)
-    if mag > P[P_MAXMAG]:
-        return _overflow(P, negative, mode, saturate)
-    is_sub = subn and mag < (1 << m)
-    if is_sub and ftz:
-        # Flush-to-zero of subnormal results.
-        return zero_code(P, negative), FLAG_INEXACT | FLAG_UNDERFLOW, 0
-    if inexact and subn and e < emin:
-        # Tininess after rounding: would the result, rounded to full precision
-        # with an unbounded exponent, still be below 2**emin?
-        if e < emin - 1 or not _carries_to_next_binade(sig, lsb_exp, e, m, sticky, negative,
-                                                      mode, r, is_sub):
-            flags |= FLAG_UNDERFLOW
-    code = mag | (P[P_SIGNBIT] if negative else 0)
-    return code, flags, 0
-
-
-@_jit
-def _carries_to_next_binade(sig, lsb_exp, e, m, sticky, negative, mode, r_sub, is_sub):
-    """For e == emin - 1: does rounding to p bits at binade e reach 2**emin?"""
-    if mode == STOCHASTIC:
-        return not is_sub  # judged on the actual result
-    shift = (e - m) - lsb_exp
-    if shift <= 0:
-        return False
-    if shift <= 63:
-        r = sig >> shift
-        round_bit = (sig >> (shift - 1)) & 1
-        below = sig & ((np.int64(1) << (shift - 1)) - 1)
-    else:
-        r = 0
-        round_bit = 0
-        below = sig
-    if sticky:
-        below |= 1
-    if (round_bit | below) == 0:
-        return False
+    if not inexact:
+        return r, False
     if mode == RNE:
         r += round_bit & (1 if (below != 0 or (r & 1)) else 0)
     elif mode == RNA:
@@ -288,7 +238,36 @@ def _carries_to_next_binade(sig, lsb_exp, e, m, sticky, negative, mode, r_sub, i
         r += 1 if negative else 0
     elif mode == ODD:
         r |= 1
-    return r == (1 << (m + 1))
+    elif mode == STOCHASTIC:
+        # Up with probability frac = (sig mod 2**shift) / 2**shift: compare a
+        # uniform 64-bit word with frac * 2**64. Exact for shift <= 64; beyond,
+        # the threshold is rounded up to a whole 2**-64 (an error < 2**-64).
+        rem = sig & ((np.int64(1) << shift) - 1) if shift <= 62 else sig
+        if shift <= 64:
+            thresh = np.uint64(rem) << np.uint64(64 - shift)
+            if sticky and shift < 64:
+                thresh += np.uint64(1)
+        elif shift - 64 >= 63:
+            thresh = np.uint64(1)
+        else:
+            lost = rem & ((np.int64(1) << (shift - 64)) - 1)
+            thresh = np.uint64(rem >> (shift - 64)) + np.uint64(1 if (lost or sticky) else 0)
+        if rnd < thresh:
+            r += 1
+    # RTZ: nothing
+    return r, True
+
+
+@_jit
+def _carries_to_next_binade(sig, lsb_exp, e, m, sticky, negative, mode, is_sub):
+    """For e == emin - 1: does rounding to p bits at binade e reach 2**emin?"""
+    if mode == STOCHASTIC:
+        return not is_sub  # judged on the actual result
+    shift = (e - m) - lsb_exp
+    if shift <= 0:
+        return False
+    r, inexact = round_at(sig, shift, sticky, negative, mode, np.uint64(0))
+    return inexact and r == (1 << (m + 1))
 
 
 @_jit
@@ -306,14 +285,14 @@ def _overflow(P, negative, mode, saturate):
         mode == RNE or mode == RNA or mode == STOCHASTIC
         or (mode == RUP and not negative) or (mode == RDOWN and negative)
     )
-    sign = P[P_SIGNBIT] if negative else 0
+    sign = P.sign_bit if negative else 0
     if to_inf and not saturate:
-        if P[P_HASINF]:
+        if P.has_inf:
             return inf_code(P, negative), flags, 0
         c = nan_code(P, negative)
         if c >= 0:
             return c, flags, 0
-    return sign | P[P_MAXMAG], flags, 0
+    return sign | P.max_mag, flags, 0
 
 
 @_jit
@@ -367,22 +346,22 @@ def convert_one(P, bits, is64, mode, saturate, ftz, rnd):
             c = nan_code(P, negative != 0)
             if c < 0:
                 return 0, 0, INVALID_NAN
-            if negative and P[P_SIGNBIT] == 0:
+            if negative and P.sign_bit == 0:
                 c = nan_code(P, False)
             # IEEE 754 (7.2): converting a signaling NaN (quiet bit, the
             # leading fraction bit, clear) is an invalid operation.
             signaling = (frac >> (frac_bits - 1)) == 0
             return c, FLAG_INVALID if signaling else 0, 0
-        if negative and P[P_SIGNBIT] == 0:
+        if negative and P.sign_bit == 0:
             return round_pack(P, True, 1, 0, False, mode, saturate, ftz, rnd)
-        if P[P_HASINF] and not saturate:
+        if P.has_inf and not saturate:
             return inf_code(P, negative != 0), 0, 0
-        if P[P_NAN] != NAN_NONE and not saturate:
+        if P.nan_kind != NAN_NONE and not saturate:
             return nan_code(P, negative != 0), FLAG_INVALID, 0
-        return (P[P_SIGNBIT] if negative else 0) | P[P_MAXMAG], 0, 0
+        return (P.sign_bit if negative else 0) | P.max_mag, 0, 0
     # Zero.
     if exp_field == 0 and frac == 0:
-        if P[P_SUBN]:
+        if P.subnormals:
             return zero_code(P, negative != 0), 0, 0
         return nan_code(P, False), FLAG_INVALID, 0  # a format without zero (e8m0)
     # Finite non-zero: x = sig * 2**lsb_exp exactly.

@@ -2,8 +2,8 @@
 
 ``fast_kernel`` (float32/float64 bits in, scalar) and ``vec32_kernel`` (float32
 in, written branch-free so that LLVM vectorises it) give the codes and values
-of :func:`lowprec._kernels.engine.convert_one`; ``stochastic_kernel`` drives
-them (and the reference kernels) a block of stochastic-rounding words at a time.
+of :func:`lowprec._kernels.engine.convert_one`. :mod:`lowprec._kernels.convert`
+chooses between them and the reference.
 """
 
 from __future__ import annotations
@@ -11,15 +11,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .engine import convert_one, decode_one, encode_kernel, pow2, round_kernel
+from .engine import convert_one, decode_one, pow2
 from .params import (
     NAN_NEGZERO,
     ODD,
-    P_EMIN,
-    P_M,
-    P_MAXMAG,
-    P_NAN,
-    P_SIGNBIT,
     RDOWN,
     RNA,
     RNE,
@@ -27,7 +22,7 @@ from .params import (
     RUP,
     STOCHASTIC,
 )
-from .sr import SR_BLOCK, sr_fill, sr_word
+from .sr import SR_BLOCK, sr_word
 
 _kernel = njit(cache=True, nogil=True)
 
@@ -71,22 +66,22 @@ def _round_bits(v, sh, s, mode, w):
 
 @_kernel
 def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, codes, want_codes):
-    m = P[P_M]
+    m = P.m
     if is64:
         frac_bits, bias_in = 52, 1023
     else:
         frac_bits, bias_in = 23, 127
     exp_ones = ((np.int64(1) << (11 if is64 else 8)) - 1) << frac_bits
-    emin_b = P[P_EMIN] + bias_in  # the format's smallest normal exponent, biased as the input
+    emin_b = P.emin + bias_in  # the format's smallest normal exponent, biased as the input
     sh_n = frac_bits - m  # bits dropped in the normal range
     # Largest finite value of the format, as input-type bits.
-    max_field = P[P_MAXMAG] >> m
-    max_mant = P[P_MAXMAG] & ((1 << m) - 1)
+    max_field = P.max_mag >> m
+    max_mant = P.max_mag & ((1 << m) - 1)
     max_bits = ((max_field - 1 + emin_b) << frac_bits) | (max_mant << sh_n)
     code_off = (emin_b - 1) << m  # code magnitude = (a >> sh_n) - code_off in the normal range
-    sub_q = pow2(P[P_EMIN] - m)  # quantum of the subnormal range
-    signbit_out = P[P_SIGNBIT]
-    no_negzero = P[P_NAN] == NAN_NEGZERO
+    sub_q = pow2(P.emin - m)  # quantum of the subnormal range
+    signbit_out = P.sign_bit
+    no_negzero = P.nan_kind == NAN_NEGZERO
     use_rnd = rnd.shape[0] > 0
     for i in range(xbits.shape[0]):
         b = np.int64(xbits[i])
@@ -150,40 +145,6 @@ def fast_kernel(P, xbits, is64, mode, saturate, ftz, rnd, out_bits, out_vals, co
             codes[i] = code
     return -1, 0
 
-@_kernel
-def stochastic_kernel(kind, P, xbits, is64, saturate, ftz, seeds, out_bits, out_vals, codes,
-                      flags, want_flags):
-    """Stochastic rounding of ``xbits`` (which starts on a block boundary) with
-    the words of ``seeds`` (one per SR_BLOCK elements), a block at a time.
-
-    ``kind`` picks the kernel that rounds each block: 0 fast_kernel to values,
-    1 fast_kernel to codes, 2 encode_kernel, 3 round_kernel (into out_vals).
-    Arrays a kind does not use may be empty. Returns like the other kernels.
-    """
-    n = xbits.shape[0]
-    words = np.empty(SR_BLOCK, np.uint64)
-    for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
-        a = k * SR_BLOCK
-        b = min(a + SR_BLOCK, n)
-        sr_fill(seeds[k], words, b - a)
-        w = words[:b - a]
-        if kind == 0:
-            bad, st = fast_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
-                                  out_bits[a:b], out_vals[a:b], codes[:0], 0)
-        elif kind == 1:
-            bad, st = fast_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
-                                  out_bits[:0], out_vals[:0], codes[a:b], 1)
-        elif kind == 2:
-            bad, st = encode_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
-                                    codes[a:b], flags[a:b] if want_flags else flags,
-                                    want_flags)
-        else:
-            bad, st = round_kernel(P, xbits[a:b], is64, STOCHASTIC, saturate, ftz, w,
-                                   out_vals[a:b])
-        if bad >= 0:
-            return a + bad, st
-    return -1, 0
-
 
 # ------------------------------------------------- vectorised float32 path
 # ``vec32_kernel`` is fast_kernel again, for the commonest case (float32 in,
@@ -205,7 +166,7 @@ def _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch):
     then ``(binade above emin) << m + r`` in either range, since a carry out
     of ``r`` steps the exponent field by itself.
     """
-    m = P[P_M]
+    m = P.m
     a = b & 0x7FFFFFFF
     ef = a >> 23
     s = b >> 31
@@ -222,9 +183,9 @@ def _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch):
     # float arithmetic on subnormals, slow on x86).
     bits = (code + ((emin_b - 1) << m)) << (23 - m)
     if sub_shift < 0 and code < (1 << m):
-        bits = np.int64(np.float32(r).view(np.int32)) + ((P[P_EMIN] - m) << 23)
+        bits = np.int64(np.float32(r).view(np.int32)) + ((P.emin - m) << 23)
         bits = bits if r != 0 else np.int64(0)
-    generic = (a >= 0x7F800000) | (code > P[P_MAXMAG]) | (stoch & (sh > 62))
+    generic = (a >= 0x7F800000) | (code > P.max_mag) | (stoch & (sh > 62))
     return bits, code, generic
 
 
@@ -234,11 +195,11 @@ def _vec32_full_one(P, b, mode, w):
     tf32): the float32 bits themselves round at bit 23 - m, float32 subnormals
     included (their quantum 2**-149 * 2**(23 - m) is the format's), and the
     code is the top bits of the result."""
-    sh = 23 - P[P_M]
+    sh = 23 - P.m
     a = b & 0x7FFFFFFF
     a2 = _round_bits(a, sh, b >> 31, mode, w)
     code = a2 >> sh
-    return a2, code, (a >= 0x7F800000) | (code > P[P_MAXMAG])
+    return a2, code, (a >= 0x7F800000) | (code > P.max_mag)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -246,11 +207,11 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
     """Pass 1 of vec32_kernel, for one constant ``mode``: every element,
     without branches or calls, so that LLVM vectorises the loops. Counts, per
     block, the elements left to :func:`vec32_fixup` in ``todo``."""
-    emin_b = P[P_EMIN] + 127
+    emin_b = P.emin + 127
     # >= 0: subnormal codes shift into float32 (subnormal) bits like normal ones.
-    sub_shift = 23 - P[P_M] if emin_b == 1 else -1
-    signbit_out = P[P_SIGNBIT]
-    no_negzero = P[P_NAN] == NAN_NEGZERO
+    sub_shift = 23 - P.m if emin_b == 1 else -1
+    signbit_out = P.sign_bit
+    no_negzero = P.nan_kind == NAN_NEGZERO
     # Formats with float32's exponent range (bf16, tf32) have a simpler loop.
     full = emin_b == 1 and not no_negzero
     stoch = mode == STOCHASTIC
@@ -307,8 +268,8 @@ def vec32_fixup(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes, to
     """Pass 2 of vec32_kernel: the elements pass 1 left (inf, NaN, overflow,
     stochastic rounding far below the smallest subnormal), in the blocks that
     have some, through convert_one. Returns (first invalid index or -1, status)."""
-    emin_b = P[P_EMIN] + 127
-    sub_shift = 23 - P[P_M] if emin_b == 1 else -1
+    emin_b = P.emin + 127
+    sub_shift = 23 - P.m if emin_b == 1 else -1
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
     for k in range(todo.shape[0]):
