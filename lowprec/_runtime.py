@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import engine as _engine
+from ._kernels import sr
 
-_CHUNK = 1 << 20  # elements per chunk (a multiple of _engine.SR_BLOCK)
+_CHUNK = 1 << 20  # elements per chunk (a multiple of sr.SR_BLOCK)
 
 
 def _is_ml_dtypes_float(dtype: np.dtype) -> bool:
@@ -115,7 +115,7 @@ def _submit(run, start: int, stop: int, seeds: np.ndarray) -> list:
     global _POOL
     if _POOL is None or _POOL._max_workers != nt:  # noqa: SLF001
         _POOL = ThreadPoolExecutor(max_workers=nt, thread_name_prefix="lowprec")
-    block = _engine.SR_BLOCK
+    block = sr.SR_BLOCK
     cuts = [start + ((n * k) // nt) // block * block for k in range(nt)] + [stop]
     return [
         (a, _POOL.submit(run, a, b,
