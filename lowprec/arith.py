@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import arith, arith_fast, params, sr
+from ._kernels import arith, arith_fast, bits32, params, sr
 from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
 from .formats import FloatFormat, get_format, reference_dtype
 from .rounding import check_mode, decode, encode
@@ -89,6 +89,8 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
         return arr.view(fmt.code_dtype).astype(np.int64), "own"
     values, _ = _as_float_array(arr, f"operand {name}")
     kind = "f32" if values.dtype == np.float32 else "other"
+    if kind == "f32" and bits32.supports(fmt):
+        return _float32_operand_codes(values, fmt, name), kind
     flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
     out = np.empty(flat.shape, dtype=np.int64)
     bad = arith.to_code_kernel(params.format_params(fmt), flat.view(np.int64), out)
@@ -98,6 +100,32 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
             f"round it first, e.g. lowprec.round_to(x, {fmt.name!r})"
         )
     return out.reshape(values.shape), kind
+
+
+def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> np.ndarray:
+    """Codes of a float32 operand through the bits32 kernel (vectorised), with
+    the checks of ``arith.to_code_kernel``: a value is one when its code decodes
+    back to it (-0.0 is 0 in formats without negative zero), a NaN when
+    the format has NaNs (float32 NaNs were quieted by the float64 conversion
+    this replaces, so signalling ones are taken too), an infinity only in
+    formats with them."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    xb = flat.view(np.uint32)
+    codes = np.empty(flat.shape, fmt.code_dtype)
+    q = bits32.params_array(fmt, params.RTZ, False, False)
+    no_nan_code = bits32.round_bits32(q, params.RTZ, xb, np.empty(0, np.uint64), codes, True)
+    back = decode(codes, fmt)
+    with np.errstate(invalid="ignore"):
+        ok = back == flat
+    if fmt.has_nan and not no_nan_code:
+        ok |= np.isnan(flat)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        raise ValueError(
+            f"operand {name}: element {bad} ({float(flat[bad])!r}) is not a value of {fmt.name}; "
+            f"round it first, e.g. lowprec.round_to(x, {fmt.name!r})"
+        )
+    return codes.astype(np.int64).reshape(values.shape)
 
 
 def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnormals: bool,
@@ -146,13 +174,14 @@ def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
     <= 2p <= 48 bits, and its exponent stays in float64's normal range.
     Quotients and roots are not exact in float64, but rounded to odd there
     (``arith_fast.div_sqrt_odd_kernel``) they round like the exact value in every
-    deterministic mode.
+    deterministic mode; so do the sums of bf16, tf32 and fp32 values, rounded
+    to odd with TwoSum's exact error (``arith_fast.fma_odd_kernel`` with b = 1).
     """
     if not (fmt.signed and fmt.has_subnormals):
         return False
     s = fmt.smallest_subnormal_exponent
     if op in (arith.ADD, arith.SUB):
-        return fmt.emax + 2 - s <= 53
+        return _sum_is_exact(fmt) or (mode != "stochastic" and fmt.mantissa_bits <= 23)
     if op == arith.MUL:
         return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
     if op in (arith.DIV, arith.SQRT, arith.FMA):  # round to odd in float64
@@ -161,11 +190,21 @@ def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
     return False
 
 
+def _sum_is_exact(fmt: FloatFormat) -> bool:
+    """Whether float64 holds every sum of two values of ``fmt`` exactly."""
+    return fmt.emax + 2 - fmt.smallest_subnormal_exponent <= 53
+
+
 def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarray:
     """Codes of ``op`` computed exactly in float64 (see :func:`_float64_is_exact`)
     and rounded once by the engine (``encode``, its fast path). IEEE float64
     arithmetic gives the right infinities, NaNs and signs of zero -- except that
     an exact zero sum is -0 when rounding down (unless both terms are +0)."""
+    if op in (arith.ADD, arith.SUB) and not _sum_is_exact(fmt):
+        # a + b = fma(a, 1, b): the sum rounded to odd in float64.
+        a, b = operands
+        operands = (a, 1.0, np.negative(b) if op == arith.SUB else b)
+        op = arith.FMA
     if op in (arith.DIV, arith.SQRT, arith.FMA):
         xs = [np.asarray(v, dtype=np.float64) for v in operands]
         shape = np.broadcast_shapes(*(v.shape for v in xs))

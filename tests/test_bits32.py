@@ -1,5 +1,6 @@
 """The branch-free float32 kernel (lowprec/_kernels/bits32.py) against the
-reference engine (``_engine.encode_kernel``, i.e. ``convert_one`` -> ``round_pack``).
+reference engine (``convert.to_codes(..., path="reference")``: ``convert_one`` ->
+``round_pack`` for every element).
 
 Inputs, for every format of at most 16 bits (and tf32): every value of the
 format, every midpoint between neighbours, the overflow threshold (max plus
@@ -15,11 +16,15 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec._kernels import engine as _engine
-from lowprec._kernels import bits32
-from lowprec.rounding import _MODE_INT
+from lowprec._kernels import bits32, convert
+from lowprec._kernels.params import MODE_INT, RNE
+from lowprec._kernels.sr import SR_BLOCK
+from lowprec.formats import custom_format
 
-FORMATS = [name for name, f in lp.FORMATS.items() if f.width <= 16] + ["tf32"]
+# Every registered format of <= 16 bits, tf32, and two without mantissa bits
+# whose code 0 is zero (ties-to-even and odd read the implicit bit as the last).
+FORMATS = [f for f in lp.FORMATS.values() if f.width <= 16] + [lp.get_format("tf32")] + [
+    custom_format(4, 0, has_inf=False, nan="max"), custom_format(3, 0, has_inf=False, nan="none")]
 NO_SEEDS = np.empty(0, np.uint64)
 
 
@@ -44,25 +49,23 @@ def _inputs(f: lp.FloatFormat) -> np.ndarray:
 
 
 def _reference(f, xb, mode, saturate, ftz, seeds):
-    P = _engine.format_params(f)
     ref = np.empty(xb.shape, f.code_dtype)
-    rnd = _engine.sr_expand(seeds, xb.size) if seeds.size else NO_SEEDS
-    bad, status = _engine.encode_kernel(P, xb, False, mode, saturate, ftz, rnd, ref,
-                                        np.empty(0, np.uint8), False)
+    bad, status = convert.to_codes(f, xb, mode, ref, saturate=saturate, ftz=ftz, seeds=seeds,
+                                   path="reference")
     assert bad < 0, f"reference refused element {bad} ({xb[bad]:#x}), status {status}"
     return ref
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
-def test_bits32_equals_round_pack(fmt):
-    f = lp.get_format(fmt)
+@pytest.mark.parametrize("f", FORMATS, ids=lambda f: f.name)
+def test_bits32_equals_round_pack(f):
+    fmt = f.name
     assert bits32.supports(f)
     xb = _inputs(f)
     if not f.has_nan:
         xb = xb[~np.isnan(xb.view(np.float32))]
-    seeds = np.random.default_rng(7).integers(0, 2**64, -(-xb.size // _engine.SR_BLOCK),
+    seeds = np.random.default_rng(7).integers(0, 2**64, -(-xb.size // SR_BLOCK),
                                               dtype=np.uint64)
-    for mode_name, mode in _MODE_INT.items():
+    for mode_name, mode in MODE_INT.items():
         s = seeds if mode_name == "stochastic" else NO_SEEDS
         for saturate, ftz in ((False, False), (True, False), (False, True)):
             q = bits32.params_array(f, mode, saturate, ftz)
@@ -89,10 +92,10 @@ def test_bits32_counts_nans_without_a_code(fmt):
     f = lp.get_format(fmt)
     x = np.array([1.0, np.nan, 2.0, -np.nan, np.inf], np.float32)
     out = np.empty(x.shape, f.code_dtype)
-    q = bits32.params_array(f, _engine.RNE, False, False)
-    assert bits32.round_bits32(q, _engine.RNE, x.view(np.uint32), NO_SEEDS, out, True) == 2
+    q = bits32.params_array(f, RNE, False, False)
+    assert bits32.round_bits32(q, RNE, x.view(np.uint32), NO_SEEDS, out, True) == 2
 
 
 def test_bits32_supports_every_small_format_but_not_fp32():
-    assert all(bits32.supports(lp.get_format(n)) for n in FORMATS)
+    assert all(bits32.supports(f) for f in FORMATS)
     assert not bits32.supports(lp.get_format("fp32"))

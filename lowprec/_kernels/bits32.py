@@ -37,9 +37,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from . import engine as _engine
-from .engine import ODD, RDOWN, RNA, RNE, RTZ, RUP, SR_BLOCK, STOCHASTIC, sr_word
 from ..formats import FloatFormat
+from .engine import _overflow, convert_one, decode_one
+from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
+from .sr import SR_BLOCK, sr_word
 
 
 class Bits32Params(NamedTuple):
@@ -124,7 +125,7 @@ def _unpack(q):
 
 def _code_bits(P: tuple, code: int) -> int:
     """float32 bits of a code's value (NaN: the positive quiet NaN, as numpy's)."""
-    value = np.float32(_engine.decode_one(P, code))
+    value = np.float32(decode_one(P, code))
     return int(value.view(np.int32))
 
 
@@ -134,7 +135,7 @@ def kernel_params(fmt: FloatFormat, mode: int, saturate: bool, ftz: bool) -> Bit
     The special results are asked of the reference engine, so the kernel and
     ``round_pack`` cannot disagree on them.
     """
-    P = _engine.format_params(fmt)
+    P = format_params(fmt)
     m = fmt.mantissa_bits
     emin_b = fmt.emin + 127
     subn = int(fmt.has_subnormals)
@@ -142,10 +143,10 @@ def kernel_params(fmt: FloatFormat, mode: int, saturate: bool, ftz: bool) -> Bit
     for name, pos_bits in (("inf", 0x7F800000), ("nan", _QNAN_BITS)):
         for sign in (1, -1):
             bits = pos_bits | (0x80000000 if sign < 0 else 0)
-            code, _, status = _engine.convert_one(P, bits, False, mode, saturate, ftz,
+            code, _, status = convert_one(P, bits, False, mode, saturate, ftz,
                                                   np.uint64(0))
             specials[name, sign] = code if status == 0 else 0
-    ovf = {sign: _engine._overflow(P, sign < 0, mode, saturate)[0] for sign in (1, -1)}
+    ovf = {sign: _overflow(P, sign < 0, mode, saturate)[0] for sign in (1, -1)}
     return Bits32Params(
         mantissa_bits=m,
         emin_biased=emin_b,
