@@ -145,7 +145,8 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
         out_dtype = fmt.code_dtype
     else:
         # float32 in, float32 out when every value of the format is a float32.
-        out_dtype = np.float32 if (arr.dtype == np.float32 and fmt.fits_float32) else np.float64
+        out_dtype = np.dtype(np.float32 if (arr.dtype == np.float32 and fmt.fits_float32)
+                             else np.float64)
     result = None
     if out is not None:
         result = _check_out(out, arr.shape, out_dtype, "encode" if to_codes else "round_to")
@@ -170,7 +171,7 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
     # its block's seed and its index in the block (see sr.sr_word). Results
     # depend on the seed only, never on the number of threads.
     block = sr.SR_BLOCK
-    seeds = _random_words(gen, -(-bits.shape[0] // block)) if stochastic else _NO_SEEDS
+    seeds = _random_words(gen, -(-bits.shape[0] // block)) if gen is not None else _NO_SEEDS
 
     def run(start: int, stop: int) -> tuple[int, int]:
         """Convert elements start..stop (a compiled kernel; releases the GIL)."""
