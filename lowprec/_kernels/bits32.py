@@ -32,12 +32,11 @@ serves every format.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import njit
 
-from ..formats import FloatFormat
 from .engine import _overflow, convert_one, decode_one
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_word
@@ -74,7 +73,7 @@ class Bits32Params(NamedTuple):
     inf_bits_neg: int
 
 
-def supports(fmt: FloatFormat) -> bool:
+def supports(fmt: Any) -> bool:
     """Whether the kernel handles ``fmt`` (every registered format but fp32).
 
     It needs a format narrower than float32 whose values are float32 values:
@@ -100,7 +99,7 @@ _QNAN_BITS = 0x7FC00000  # numpy's float32 NaN
 _PARAMS: dict[tuple, np.ndarray] = {}
 
 
-def params_array(fmt: FloatFormat, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
+def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
     """:func:`kernel_params` as the int64 array the kernels take (cached, read-only).
 
     An array, not the NamedTuple: numba types an array argument in a fraction
@@ -129,7 +128,7 @@ def _code_bits(P: tuple, code: int) -> int:
     return int(value.view(np.int32))
 
 
-def kernel_params(fmt: FloatFormat, mode: int, saturate: bool, ftz: bool) -> Bits32Params:
+def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> Bits32Params:
     """The kernel's parameters for ``fmt`` in ``mode`` (an int of ``_engine``).
 
     The special results are asked of the reference engine, so the kernel and

@@ -16,14 +16,15 @@ Stochastic rounding needs every bit of the input and stays on the scalar path.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
-from ..formats import FloatFormat
 from . import bits32
 
 
-def supports(fmt: FloatFormat) -> bool:
+def supports(fmt: Any) -> bool:
     """Whether float64 input into ``fmt`` may take the round-to-odd route.
 
     >>> from lowprec import get_format
