@@ -30,8 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train one policy on one task and save the run (lowprec.train)."""
-    from ..train import save_run, train
     from ..demo import ProgressBar, choose_out_dir, format_table
+    from ..train import save_run, train
 
     bar = ProgressBar()
     bar.start(args.policy)
