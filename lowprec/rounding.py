@@ -125,7 +125,7 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
     no_seeds = np.empty(0, dtype=np.uint64)
     for start in range(0, bits.shape[0], _CHUNK):
         stop = min(start + _CHUNK, bits.shape[0])
-        seeds = _random_words(gen, -(-(stop - start) // sr.SR_BLOCK)) if stochastic else no_seeds
+        seeds = no_seeds if gen is None else _random_words(gen, -(-(stop - start) // sr.SR_BLOCK))
         for bad, status in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
                 _raise_status(x_flat, bad, status, fmt)
