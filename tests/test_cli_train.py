@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lowprec.cli import main
-from lowprec.train import load_run
 from lowprec.demo import choose_out_dir
+from lowprec.train import load_run
 
 
 def test_train_subcommand_writes_a_run(tmp_path, capsys):
