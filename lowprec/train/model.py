@@ -96,8 +96,6 @@ def _eval_rounder(q: Quant, rng: np.random.Generator, axis: int) -> Rounder:
     return current
 
 
-
-
 # ----------------------------------------------------------------- the plain model
 @dataclass(frozen=True)
 class Roundings:
@@ -229,11 +227,12 @@ class Network(MLP):
         self.product = product_for(policy)
         self.record = record
         self.samples: dict[str, list[np.ndarray]] | None = None
-        self._place_roundings(round_rng)
+        self._place_value_roundings(round_rng)
+        self._place_gradient_roundings(round_rng)
         self._inputs_rounded = False  # see round_inputs
 
-    def _place_roundings(self, rng: np.random.Generator) -> None:
-        """Give every layer its roundings (fresh state per site) and the input its own."""
+    def _place_value_roundings(self, rng: np.random.Generator) -> None:
+        """Give every layer its forward roundings (fresh state per site), the input its own."""
         p = self.policy
         cast = p.master is not None and p.weights is not None
         wq = p.weights if cast else None  # master weights cast to the compute format
@@ -252,6 +251,10 @@ class Network(MLP):
             layer.eval_rounds = Roundings(ev(wq, 0), ev(bq), ev(aq))
         # An unscaled, deterministic cast of all parameters is one call (see cast_weights).
         self._cast_in_one_call = bq is not None and bq.mode != "stochastic"
+
+    def _place_gradient_roundings(self, rng: np.random.Generator) -> None:
+        """Give every layer its (watched) gradient roundings."""
+        p = self.policy
         # Weight and bias gradients are leaves: nothing reads them between their rounding
         # and the optimizer. When that rounding keeps no state (no scaling), the node in the
         # graph only marks the spot, and finish_backward() rounds (and watches) all of them
@@ -314,8 +317,8 @@ class Network(MLP):
                 for layer, w, b in zip(self.layers, low[0::2], low[1::2])]
 
     def finish_backward(self) -> None:
-        """Round the weight and bias gradients (if deferred, see _place_roundings) and
-        record them."""
+        """Round the weight and bias gradients, if deferred (see _place_gradient_roundings),
+        and record them."""
         if self._deferred is None:
             return
         params = self.parameters()
