@@ -44,6 +44,9 @@ class Mistake:
         What went wrong, in a sentence ("You forgot to subtract the bias.").
     hint:
         Optionally, a nudge towards the right answer that does not give it away.
+
+    >>> Mistake(True, "The bias is off by one.", "Count from 1 - bias.").text()
+    'The bias is off by one. Count from 1 - bias.'
     """
 
     when: bool

@@ -105,6 +105,14 @@ class Roundings:
     layer has three sets: the forward roundings of training (``q_weights``, ``q_act``),
     those of evaluation (stateless, see ``_eval_rounder``) and the gradient roundings
     (``g_wgrad`` for ``weights`` and ``bias``, ``g_actgrad`` for ``out``).
+
+    >>> import numpy as np
+    >>> from lowprec import round_to
+    >>> layer = Layer(2, 1, np.random.default_rng(0), relu=False)
+    >>> fp16 = Roundings(weights=lambda a: round_to(a, "fp16"))
+    >>> z = layer(Tensor(np.ones((1, 2), np.float32)), rounds=fp16)  # z = h @ W_c + b
+    >>> [t.op for t in z.parents], [t.op or "leaf" for t in z.parents[0].parents]
+    (['matmul', ''], ['leaf', 'round_weights'])
     """
 
     weights: Rounder | None = None
