@@ -44,6 +44,8 @@ from typing import Literal
 
 import numpy as np
 
+from ._names import did_you_mean
+
 __all__ = [
     "FloatFormat",
     "FORMATS",
@@ -421,8 +423,9 @@ def get_format(fmt: FloatFormat | str | np.dtype | type) -> FloatFormat:
         if key in FORMATS:
             return FORMATS[key]
         raise ValueError(
-            f"unknown format {fmt!r}; valid names: {', '.join(FORMATS)} "
-            f"(aliases: {', '.join(sorted(ALIASES))}), or a FloatFormat from custom_format()"
+            f"unknown format {fmt!r}{did_you_mean(key, [*FORMATS, *ALIASES])}; valid names: "
+            f"{', '.join(FORMATS)}; aliases such as float16, bfloat16, e4m3, e5m2 work too "
+            "(lowprec.formats.ALIASES lists them), or make a FloatFormat with custom_format()"
         )
     try:
         dt = np.dtype(fmt)

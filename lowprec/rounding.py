@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import _engine
+from ._names import did_you_mean
 from .formats import FloatFormat, get_format
 
 __all__ = ["MODES", "round_to", "encode", "decode", "check_mode"]
@@ -63,8 +64,9 @@ def check_mode(mode: str) -> str:
         key = _MODE_ALIASES.get(key, key)
         if key in _MODE_INT:
             return key
+    hint = did_you_mean(mode, [*MODES, *_MODE_ALIASES]) if isinstance(mode, str) else ""
     raise ValueError(
-        f"unknown rounding mode {mode!r}; valid modes: "
+        f"unknown rounding mode {mode!r}{hint}; valid modes: "
         + ", ".join(f"{k!r} ({v})" for k, v in MODES.items())
     )
 
