@@ -23,7 +23,8 @@ def closest(name: object, choices: Iterable[str], n: int = 2) -> list[str]:
 
     Similarity is difflib's ratio, with a bonus for choices that start with what was
     typed (``fp8`` -> ``fp8_e4m3``); ties keep the order of ``choices``, so a registry
-    listed most-used first suggests its most-used names first.
+    listed most-used first suggests its most-used names first. Choices far behind the
+    best match are left out.
     """
     typed = str(name).strip().lower()
     if not typed:
@@ -35,7 +36,9 @@ def closest(name: object, choices: Iterable[str], n: int = 2) -> list[str]:
             score += 0.2
         if score >= 0.6:
             scored.append((-score, index, choice))
-    return [choice for _, _, choice in sorted(scored)[:n]]
+    scored.sort()
+    best = -scored[0][0] if scored else 0.0
+    return [choice for score, _, choice in scored[:n] if -score >= best - 0.15]  # near the best
 
 
 def did_you_mean(name: object, choices: Iterable[str], n: int = 2) -> str:

@@ -85,6 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["info", "fp8"])  # the message goes to stderr
     2
     """
+    try:
+        status = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        return status
+    except BrokenPipeError:  # lowprec info | head -3
+        return _closed_stdout()
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -95,11 +104,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     try:
         with compile_notice(args.command):
-            status = int(args.func(args) or EXIT_OK)
-        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
-        return status
+            return int(args.func(args) or EXIT_OK)
     except BrokenPipeError:
-        return _closed_stdout()
+        raise  # main() handles it
     except KeyboardInterrupt:
         return _fail(args, "interrupted", EXIT_INTERRUPTED)
     except (ValueError, TypeError) as exc:  # bad input: the message names it and what is

@@ -108,10 +108,13 @@ class Explanation:
                 add("  error        overflow: beyond the largest finite value "
                     f"{_show(f.max)}")
         else:
+            ulp, ulp_error = self.ulp, self.ulp_error  # set whenever abs_error is
+            assert ulp is not None and ulp_error is not None
             add(f"  error        {_approx(self.abs_error, '+.8g')} absolute, "
                 + (f"{_approx(self.rel_error, '+.8g')} relative, "
                    if self.rel_error is not None else "")
-                + f"{_approx(self.ulp_error, '+.4g')} ulp (ulp = {_show(self.ulp if not _in_float_range(self.ulp) else float(self.ulp))})")
+                + f"{_approx(ulp_error, '+.4g')} ulp "
+                f"(ulp = {_show(float(ulp) if _in_float_range(ulp) else ulp)})")
         add(f"  flags        {', '.join(self.flags) if self.flags else 'none'}")
         return "\n".join(lines)
 

@@ -65,7 +65,7 @@ def steps(training: bool = True) -> list[tuple[str, Callable[[], object]]]:
         for name in POLICIES:
             train(name, "underflow", steps=1, eval_every=1)
 
-    out = [("rounding, every mode", rounding), ("arithmetic", arithmetic),
+    out: list[tuple[str, Callable[[], object]]] = [("rounding, every mode", rounding), ("arithmetic", arithmetic),
            ("matmul, every accumulation model", matmul), ("MX, NVFP4, per-tensor", scaled)]
     if training:
         out.append(("training, one step of every preset", training_))
