@@ -218,3 +218,20 @@ def test_closed_pipe_is_quiet(argv):
         os.close(write_end)
     assert res.stderr == "", res.stderr  # no traceback, no "Exception ignored"
     assert res.returncode in (0, FAILED)  # argparse itself ignores a failed --help write
+
+
+def test_docs_console_examples_are_what_lowprec_prints(capsys):
+    """docs/cli.md: each `$ lowprec ...` line prints its documented lines ("..." = more)."""
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in doc.split("```console\n")[1:]]
+    assert blocks
+    for block in blocks:
+        for chunk in block.split("$ ")[1:]:
+            command, *expected = chunk.strip().splitlines()
+            argv = command.split()[1:]
+            cli.main(argv)
+            captured = capsys.readouterr()
+            printed = (captured.out + captured.err).splitlines()
+            for want, got in zip(expected, printed):
+                assert got.startswith(want.split("...")[0]), (command, want, got)
+            assert len(printed) >= len(expected)
