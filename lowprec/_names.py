@@ -25,6 +25,9 @@ def closest(name: object, choices: Iterable[str], n: int = 2) -> list[str]:
     typed (``fp8`` -> ``fp8_e4m3``); ties keep the order of ``choices``, so a registry
     listed most-used first suggests its most-used names first. Choices far behind the
     best match are left out.
+
+    >>> closest("nearst", ["rne", "nearest", "nearest_even"])
+    ['nearest']
     """
     typed = str(name).strip().lower()
     if not typed:

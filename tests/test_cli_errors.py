@@ -235,3 +235,14 @@ def test_docs_console_examples_are_what_lowprec_prints(capsys):
             for want, got in zip(expected, printed):
                 assert got.startswith(want.split("...")[0]), (command, want, got)
             assert len(printed) >= len(expected)
+
+
+def test_docstring_examples():
+    import doctest
+
+    from lowprec import _names, _outdir
+    from lowprec.commands import _common
+
+    for module in (_names, _common, _outdir, cli):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
