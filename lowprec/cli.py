@@ -35,7 +35,7 @@ COMMANDS = [info, explain, demo, train, figures, validate, tutorials, warmup]
 
 EXAMPLES = """\
 examples:
-  lowprec warmup                          compile the kernels once (about a minute)
+  lowprec warmup                          compile the kernels once (a minute or two)
   lowprec info                            the table of formats
   lowprec info fp8_e4m3                   everything about one format
   lowprec explain 0.1 -f bf16,fp8_e4m3    how 0.1 rounds, bit by bit

@@ -179,7 +179,7 @@ def test_version_and_help_with_examples_and_defaults(capsys):
     assert cli.main(["train", "--help"]) == 0
     text = " ".join(capsys.readouterr().out.split())
     for default in ("(default: fp16-amp)", "(default: underflow)", "(default: 600)",
-                    "(default: sgd)"):
+                    "(default: sgd)", "(default: 0)"):
         assert default in text
 
 

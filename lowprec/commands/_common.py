@@ -37,7 +37,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter,
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+        quiet = action.default is None or action.default is False  # 0 is a default to show
+        if quiet or action.default == argparse.SUPPRESS or "default" in text:
             return text
         return super()._get_help_string(action)
 
