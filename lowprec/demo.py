@@ -104,8 +104,6 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
     bar = ProgressBar(progress)
     t0 = time.perf_counter()
     for name in policies:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / MARKER).write_text("written by lowprec demo; safe to overwrite\n")
         bar.start(f"{name}")
         runs[name] = train(name, task, steps=steps, seed=seed, progress=bar)
         save_run(runs[name], folder / name)
