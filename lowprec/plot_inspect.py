@@ -119,6 +119,8 @@ def inspect_histograms(report: Report, formats: Any = ("fp16", "bf16", "fp8_e4m3
             for v, style in lines:
                 ax.axvline(math.log2(v), color=c, linestyle=style, linewidth=1)
             ax.plot([], [], color=c, label=f.name)
+        lo, hi = (min(h), max(h) + 1) if h else (0, 1)
+        ax.set_xlim(min(lo, -26) - 2, max(hi, 17) + 2)  # fp16 and FP8 limits always in view
         ax.set_title(s, fontsize=9)
         ax.set_xlabel("log2 |x|", fontsize=8)
     for ax in axes[len(series):]:

@@ -28,6 +28,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..formats import get_format
 from ..rounding import round_to
+from ..train.policy import Policy, Quant
 from ..train.scaler import GradScaler
 
 __all__ = ["Choice", "Recommendation", "recommend", "settled_loss_scale"]
@@ -114,6 +115,35 @@ class Recommendation:
                 return c
         raise KeyError(f"no choice for layer {layer!r}, kind {kind!r}")
 
+    def policy(self, name: str = "recommended") -> Policy:
+        """A :class:`~lowprec.train.Policy` from the choices, for ``lowprec.torch.emulate``
+        or the trainer: per role (``input`` -> activations, ``weight`` -> weights,
+        ``output_grad`` -> act_grads, ``weight_grad`` -> weight_grads) the widest choice
+        over the layers (a policy has one format per role); a role with a layer that no
+        candidate fits stays float32. FP32 master weights; dynamic loss scaling when a
+        gradient chose ``fp16_loss_scale``. Recipes a policy cannot hold (current
+        scaling, NVFP4, MX rules other than floor) raise a ValueError."""
+        roles: dict[str, Quant | None] = {}
+        dynamic = False
+        for kind, role in _ROLES.items():
+            mine = [c for c in self.choices if c.kind == kind]
+            if not mine:
+                continue
+            if any(c.recipe is None for c in mine):
+                roles[role] = None
+                continue
+            widest = max(mine, key=lambda c: c.bits_per_value)
+            if widest.recipe not in _QUANTS:
+                raise ValueError(f"recipe {widest.recipe!r} (chosen for {widest.layer}/{kind}) "
+                                 f"has no Policy equivalent; candidates that do: "
+                                 f"{', '.join(_QUANTS)}")
+            roles[role] = _QUANTS[widest.recipe]
+            dynamic = dynamic or widest.recipe == "fp16_loss_scale"
+        desc = "chosen by lowprec.inspect.recommend from measured statistics: " + ", ".join(
+            f"{r} {q}" for r, q in roles.items() if q is not None)
+        return Policy(name, desc, master=Quant("fp32"), loss_scaling="dynamic" if dynamic
+                      else "none", **roles)
+
     def as_dict(self) -> dict[str, str | None]:
         """``"LAYER/KIND" -> recipe``."""
         return {f"{c.layer}/{c.kind}": c.recipe for c in self.choices}
@@ -126,6 +156,19 @@ class Recommendation:
             lines.append(f"fp16 loss scale that keeps the gradients finite: "
                          f"2^{math.log2(self.loss_scale):g} (what GradScaler settles on)")
         return "\n".join(lines)
+
+
+_ROLES = {"input": "activations", "weight": "weights", "output_grad": "act_grads",
+          "weight_grad": "weight_grads"}
+#: Recipes a :class:`~lowprec.train.Policy` can hold, as the trainer's Quant.
+_QUANTS: dict[str, Quant] = {
+    "fp16": Quant("fp16"), "bf16": Quant("bf16"), "fp16_loss_scale": Quant("fp16"),
+    "fp8_e4m3": Quant("fp8_e4m3"), "fp8_e5m2": Quant("fp8_e5m2"),
+    "fp8_e4m3_delayed": Quant("fp8_e4m3", scaling="delayed"),
+    "fp8_e5m2_delayed": Quant("fp8_e5m2", scaling="delayed"),
+    **{m: Quant(m, scaling="mx") for m in ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2",
+                                           "mxfp6_e2m3", "mxfp4")},
+}
 
 
 def _aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
