@@ -74,7 +74,7 @@ model = torch.nn.Sequential(
 opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 gen = torch.Generator().manual_seed(1)
 with lpt.capture(model, every=50, max_values=4096) as cap:
-    for step in range(STEPS):
+    for _ in range(STEPS):
         batch = train_idx[torch.randint(0, len(train_idx), (64,), generator=gen)]
         loss = torch.nn.functional.cross_entropy(model(X[batch]), Y[batch])
         opt.zero_grad()
@@ -220,7 +220,7 @@ for name in ("recommended", "mxfp4"):
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     gen = torch.Generator().manual_seed(1)
     with lpt.emulate(model, policy if name == "recommended" else "mxfp4") as emu:
-        for step in range(STEPS):
+        for _ in range(STEPS):
             batch = train_idx[torch.randint(0, len(train_idx), (64,), generator=gen)]
             loss = torch.nn.functional.cross_entropy(model(X[batch]), Y[batch])
             opt.zero_grad()
