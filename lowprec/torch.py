@@ -17,8 +17,8 @@ imports torch.
     on a CPU.
 
 Memory bound of a capture (a fixed sample per tensor and step): every captured tensor
-keeps at most ``max_values`` values, chosen as whole rows of its last axis (so MX and
-NVFP4 blocks in the sample are the tensor's own blocks) or, when one row is longer, an
+keeps at most ``max_values`` values, a window of whole rows of its last axis at a random
+place (so MX and NVFP4 blocks in the sample are the tensor's own blocks) or, when one row is longer, an
 aligned run of ``max_values // 32 * 32`` values of one row; the full tensor's amax is
 kept beside it, so per-tensor scales are the full tensor's and every sampled value is
 quantized exactly as in the full tensor. Counts are then exact for the sample (an unbiased
@@ -131,7 +131,7 @@ def round_to(t: torch.Tensor, fmt: FloatFormat | str, mode: str = "rne", *,
 @dataclass
 class _Sample:
     values: np.ndarray  # the sample, as captured (scaled gradients stay scaled)
-    amax: float         # amax of the full tensor (NaN if it held NaN)
+    amax: float | None  # amax of the full tensor (NaN if it held NaN); None: kept whole
     scale: float        # the loss scale its backward ran under (1 for forward tensors)
 
 
@@ -143,7 +143,8 @@ class Capture:
     """
 
     def __init__(self, model: torch.nn.Module, every: int = 1, max_values: int = 4096,
-                 max_steps: int | None = None, scaler: Any = None, seed: int = 0) -> None:
+                 max_steps: int | None = None, scaler: Any = None, seed: int = 0,
+                 params: tuple[str, ...] | None = ("weight",)) -> None:
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if not isinstance(every, int) or every < 1:
@@ -154,6 +155,10 @@ class Capture:
             raise ValueError(f"max_steps must be a positive integer or None, got {max_steps!r}")
         self.layers = {name or "model": m for name, m in model.named_modules()
                        if any(True for _ in m.parameters(recurse=False))}
+        #: per layer, the parameters recorded (with their gradients)
+        self.params = {name: [(pn, p) for pn, p in m.named_parameters(recurse=False)
+                              if params is None or pn in params]
+                       for name, m in self.layers.items()}
         if not self.layers:
             raise ValueError("the model has no parameters, so there is nothing to capture "
                              "(capture hooks the modules that hold parameters)")
@@ -167,6 +172,7 @@ class Capture:
         self._scale = 1.0
         self._kept: deque[int] = deque()
         self._handles: list[Any] = []
+        self._layer_handles: list[Any] = []
 
     # -- hooks
     def _start_step(self, module: torch.nn.Module, args: Any) -> None:
@@ -176,6 +182,13 @@ class Capture:
         self._step = self.steps
         self.steps += 1
         self._on = self._step % self.every == 0
+        # The layer hooks are in place only for captured steps (installed at their
+        # forward, removed at the next step's): other steps pay for this hook alone.
+        if self._on and not self._layer_handles:
+            for name, m in self.layers.items():
+                self._hook_module(name, m)
+        elif not self._on and self._layer_handles:
+            self._remove_layer_hooks()
         if self._on:
             self._scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
             self._kept.append(self._step)
@@ -185,37 +198,52 @@ class Capture:
                     del self.samples[k]
 
     def _record(self, key: str, t: torch.Tensor, scale: float = 1.0) -> None:
-        if key in self.samples or not t.is_floating_point():
+        if key in self.samples:
             return
+        dt = t.dtype
+        if dt is not torch.float32 and dt is not torch.float64:
+            if not t.is_floating_point():
+                return
+            t = t.float()  # float16, bfloat16, float8: exact
         t = t.detach()
-        amax = float(t.abs().amax()) if t.numel() else 0.0
-        x2 = t.reshape(1, 1) if t.dim() == 0 else t.reshape(-1, t.shape[-1]) if t.numel() \
-            else t.reshape(1, 0)
+        if t.device.type != "cpu":  # sample on the device, move only the sample
+            x2 = self._window(t.reshape(-1, t.shape[-1]) if t.dim() else t.reshape(1, 1))
+            amax = float(t.abs().amax()) if t.numel() else 0.0
+            self.samples[key] = _Sample(x2.cpu().numpy().copy(), amax, scale)
+            return
+        a = t.numpy()  # a view: numpy is faster than torch for these small reductions
+        a2 = a.reshape(-1, a.shape[-1]) if a.ndim else a.reshape(1, 1)
+        if a.size <= self.max_values:  # kept whole: its amax is the sample's
+            self.samples[key] = _Sample(a2.copy(), None, scale)
+            return
+        amax = float(max(-a.min(), a.max()))  # NaN if a holds NaN
+        self.samples[key] = _Sample(np.array(self._window(a2), copy=True), amax, scale)
+
+    def _window(self, x2: Any) -> Any:
+        """At most ``max_values`` values of a 2-D ``x2``: a window of whole rows at a
+        random place, or an aligned run of one row when a row is longer."""
         rows, cols = x2.shape
-        if rows * cols > self.max_values:
-            if cols <= self.max_values:
-                k = self.max_values // cols
-                idx = np.sort(self._rng.choice(rows, size=k, replace=False))
-                x2 = x2.index_select(0, torch.as_tensor(idx, device=x2.device))
-            else:
-                run = self.max_values // 32 * 32
-                r = int(self._rng.integers(rows))
-                start = int(self._rng.integers((cols - run) // 32 + 1)) * 32
-                x2 = x2[r:r + 1, start:start + run]
-        x2 = x2.cpu()
-        if x2.dtype in (torch.float16, torch.bfloat16):
-            x2 = x2.float()
-        self.samples[key] = _Sample(x2.numpy().copy(), amax, scale)
+        if rows * cols <= self.max_values:
+            return x2
+        if cols <= self.max_values:
+            k = self.max_values // cols
+            r = int(self._rng.integers(rows - k + 1))
+            return x2[r:r + k]
+        run = self.max_values // 32 * 32
+        r = int(self._rng.integers(rows))
+        start = int(self._rng.integers((cols - run) // 32 + 1)) * 32
+        return x2[r:r + 1, start:start + run]
 
     def _hook_module(self, name: str, module: torch.nn.Module) -> None:
+        own = self.params[name]
+
         def forward_hook(mod: torch.nn.Module, args: Any, output: Any) -> None:
             if not self._on:
                 return
             step = self._step
-            x = next((a for a in args if isinstance(a, torch.Tensor)), None)
-            if x is not None:
-                self._record(f"{name}/input@{step}", x)
-            for pname, p in mod.named_parameters(recurse=False):
+            if args and isinstance(args[0], torch.Tensor):
+                self._record(f"{name}/input@{step}", args[0])
+            for pname, p in own:
                 self._record(f"{name}/{pname}@{step}", p)
             if isinstance(output, torch.Tensor) and output.requires_grad:
                 scale = self._scale
@@ -224,10 +252,10 @@ class Capture:
                     self._record(f"{name}/output_grad@{step}", g, scale)
                 output.register_hook(grad_hook)
 
-        self._handles.append(module.register_forward_hook(forward_hook))
-        for pname, p in module.named_parameters(recurse=False):
+        self._layer_handles.append(module.register_forward_hook(forward_hook))
+        for pname, p in own:
             if p.requires_grad:
-                self._handles.append(p.register_hook(self._param_hook(name, pname)))
+                self._layer_handles.append(p.register_hook(self._param_hook(name, pname)))
 
     def _param_hook(self, name: str, pname: str) -> Any:
         def hook(g: torch.Tensor) -> None:
@@ -237,15 +265,19 @@ class Capture:
 
     def __enter__(self) -> Capture:
         self._handles.append(self.model.register_forward_pre_hook(self._start_step))
-        for name, m in self.layers.items():
-            self._hook_module(name, m)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.remove()
 
+    def _remove_layer_hooks(self) -> None:
+        for h in self._layer_handles:
+            h.remove()
+        self._layer_handles.clear()
+
     def remove(self) -> None:
         """Remove every hook (leaving the ``with`` block does it)."""
+        self._remove_layer_hooks()
         for h in self._handles:
             h.remove()
         self._handles.clear()
@@ -261,8 +293,7 @@ class Capture:
     def bound_bytes(self) -> float:
         """The most the samples can hold: ``max_values x 8 x sites x max_steps``
         (inf without ``max_steps``)."""
-        sites = sum(2 + 2 * sum(1 for _ in m.parameters(recurse=False))
-                    for m in self.layers.values())
+        sites = sum(2 + 2 * len(own) for own in self.params.values())
         steps = self.max_steps if self.max_steps is not None else float("inf")
         return self.max_values * 8 * sites * steps
 
@@ -288,23 +319,25 @@ class Capture:
                              "forward and backward) inside the 'with capture(...)' block")
         if isinstance(loss_scale, str) and loss_scale == "captured":
             loss_scale = self.loss_scales() if self.scaler is not None else None
-        amax = {k: s.amax / s.scale for k, s in self.samples.items()}
+        amax = {k: s.amax / s.scale for k, s in self.samples.items() if s.amax is not None}
         return _report(self.tensors(), recipes, loss_scale=loss_scale, amax=amax, **kw)
 
 
 def capture(model: torch.nn.Module, every: int = 1, max_values: int = 4096, *,
-            max_steps: int | None = None, scaler: Any = None, seed: int = 0) -> Capture:
+            max_steps: int | None = None, scaler: Any = None, seed: int = 0,
+            params: tuple[str, ...] | None = ("weight",)) -> Capture:
     """Record ``model``'s tensors every ``every`` training steps (see the module docstring).
 
     Use as ``with capture(model) as cap: <your training loop>``, then ``cap.report()``.
     Hooks go on every module that holds parameters: its input, the gradient with respect
-    to its output, each of its parameters (``weight``, ``bias``) and their gradients. A
+    to its output, and its parameters named in ``params`` (default the ``weight``;
+    ``None``: all, biases included) and their gradients. A
     step is a training-mode forward pass of ``model`` with gradients enabled. ``scaler``:
     your ``torch.amp.GradScaler``, whose scale is read so that gradients are seen before
     and after the loss scale. Nothing changes what the model computes: the same losses and
     gradients, bit for bit, with and without capture.
     """
-    return Capture(model, every, max_values, max_steps, scaler, seed)
+    return Capture(model, every, max_values, max_steps, scaler, seed, params)
 
 
 # ---------------------------------------------------------------------------- emulate

@@ -52,8 +52,8 @@ from lowprec.tutorials import show
 #
 # Nothing in the loop knows about lowprec except the `with` line. `capture` hooks every
 # module that holds parameters and records, every 50th step, each layer's input, its
-# weight and bias, the gradient with respect to its output and the gradients of the weight
-# and bias. Each recorded tensor is a bounded sample (at most `max_values` values, whole
+# weight, the gradient with respect to its output and the weight's gradient (biases too
+# with `params=None`). Each recorded tensor is a bounded sample (at most `max_values` values, whole
 # rows, so MX blocks stay intact) plus the full tensor's amax, so what a capture holds does
 # not grow with the model. And it only reads: the model trains bit for bit as it would
 # without it.
