@@ -116,8 +116,8 @@ def inspect_histograms(report: Report, formats: Any = ("fp16", "bf16", "fp8_e4m3
             ax.bar(ks, [h[k] for k in ks], width=1.0, color="#999999", align="edge")
         for c, f in zip(_COLOURS, fmts):
             lines = [(f.smallest_subnormal, ":"), (f.smallest_normal, "--"), (f.max, "-")]
-            for v, style in lines:
-                ax.axvline(math.log2(v), color=c, linestyle=style, linewidth=1)
+            for limit, style in lines:
+                ax.axvline(math.log2(limit), color=c, linestyle=style, linewidth=1)
             ax.plot([], [], color=c, label=f.name)
         lo, hi = (min(h), max(h) + 1) if h else (0, 1)
         ax.set_xlim(min(lo, -26) - 2, max(hi, 17) + 2)  # fp16 and FP8 limits always in view

@@ -141,8 +141,9 @@ class Recommendation:
             dynamic = dynamic or widest.recipe == "fp16_loss_scale"
         desc = "chosen by lowprec.inspect.recommend from measured statistics: " + ", ".join(
             f"{r} {q}" for r, q in roles.items() if q is not None)
-        return Policy(name, desc, master=Quant("fp32"), loss_scaling="dynamic" if dynamic
-                      else "none", **roles)
+        base = Policy(name, desc, master=Quant("fp32"),
+                      loss_scaling="dynamic" if dynamic else "none")
+        return base.replace(**roles)
 
     def as_dict(self) -> dict[str, str | None]:
         """``"LAYER/KIND" -> recipe``."""
