@@ -17,11 +17,13 @@ _jit = njit(cache=True, nogil=True)
 
 
 @_jit
-def measure_pass(x, q, e, clip, clip_mode, tiny, rows, cols, bs, blocks_out):
-    """Counts and sums over ``x`` (float32/64, ``rows*cols``), ``q`` (float64), the stored
-    elements ``e`` (float64) and the clip threshold ``clip`` (``clip_mode`` 0: ``clip[0]``
-    for all; 1: one per block). ``blocks_out`` (n_blocks x 5, float64, or 0 rows): per
-    block noise, signal, clipped, flushed, amax.
+def measure_pass(x, q, e, codes, table, factor, clip, clip_mode, tiny, rows, cols, bs,
+                 blocks_out):
+    """Counts and sums over ``x`` (float32/64, ``rows*cols``), ``q`` (float64) and the
+    stored elements ``e`` (float64), or, when ``codes`` is not empty, ``e = table[code]``
+    and ``q = e * factor`` (one factor, or one per block); the clip threshold ``clip``
+    (``clip_mode`` 0: ``clip[0]`` for all; 1: one per block). ``blocks_out`` (n_blocks x 5,
+    float64, or 0 rows): per block noise, signal, clipped, flushed, amax.
 
     Returns (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in,
     n_finite, signal, noise, max_rel, sum_rel, n_rel).
@@ -31,18 +33,26 @@ def measure_pass(x, q, e, clip, clip_mode, tiny, rows, cols, bs, blocks_out):
     signal = noise = max_rel = sum_rel = 0.0
     nb = (cols + bs - 1) // bs
     want_blocks = blocks_out.shape[0] > 0
+    from_codes = codes.shape[0] > 0
+    one_factor = factor.shape[0] == 1
     for r in range(rows):
         for b in range(nb):
             blk = r * nb + b
             lim = clip[0] if clip_mode == 0 else clip[blk]
+            f = factor[0] if one_factor else factor[blk]
             b_noise = b_signal = b_amax = 0.0
             b_clip = b_flush = 0
             start = r * cols + b * bs
             stop = min(start + bs, r * cols + cols)
             for i in range(start, stop):
                 xi = np.float64(x[i])
-                qi = q[i]
-                ae = abs(e[i])
+                if from_codes:
+                    ei = table[codes[i]]
+                    qi = ei * f
+                else:
+                    ei = e[i]
+                    qi = q[i]
+                ae = abs(ei)
                 if ae < tiny and ae > 0:
                     subnormal += 1
                 q_nan = qi != qi
@@ -91,17 +101,3 @@ def measure_pass(x, q, e, clip, clip_mode, tiny, rows, cols, bs, blocks_out):
                 blocks_out[blk, 4] = b_amax
     return (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in, n_finite,
             signal, noise, max_rel, sum_rel, n_rel)
-
-
-@_jit
-def exponent_counts(x, lo, hi):
-    """Finite non-zero values of ``x`` per binade ``floor(log2 |x|)`` in ``lo..hi``
-    (index ``k - lo``), from the exponent frexp gives."""
-    out = np.zeros(hi - lo + 1, dtype=np.int64)
-    for i in range(x.shape[0]):
-        v = np.float64(x[i])
-        if v == 0 or v != v or abs(v) == math.inf:
-            continue
-        _, k = math.frexp(v)
-        out[k - 1 - lo] += 1
-    return out

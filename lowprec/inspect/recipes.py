@@ -69,23 +69,63 @@ class Recipe:
         return {"mx": 32, "nvfp4": 16}.get(self.kind)
 
 
-@dataclass
 class Outcome:
-    """What a recipe did to one tensor (arrays of the tensor's shape, float64).
+    """What a recipe did to one tensor.
 
-    ``q``: the values after quantize + dequantize; ``elements``: the stored element
-    values before any scale (where subnormals are counted); ``clip``: the smallest input
-    magnitude that saturates, one number or (block recipes) one per block; ``bits``: storage bits per
-    value; ``scale``: the per-tensor scale used (loss scale, FP8 scale, NVFP4 tensor
-    scale), NaN when none; ``block_scales``: one scale per block (block recipes).
+    Either the values themselves (``q``, float64, after quantize + dequantize, and
+    ``elements``, the stored element values before any scale, where subnormals are
+    counted), or, for scaled recipes, the stored ``codes`` with the ``table`` of their
+    values and the ``factor`` each is multiplied by (one number, or one per block of
+    ``block_size`` along the last axis): then ``elements = table[codes]`` and
+    ``q = elements * factor``, the very products the quantizers' ``dequantize`` forms.
+    ``clip``: the smallest input magnitude that saturates, one number or one per block;
+    ``bits``: storage bits per value; ``scale``: the per-tensor scale used (loss scale,
+    FP8 scale, NVFP4 tensor scale), NaN when none; ``block_scales``: one per block.
     """
 
-    q: np.ndarray
-    elements: np.ndarray
-    clip: np.ndarray | float
-    bits: float
-    scale: float = float("nan")
-    block_scales: np.ndarray | None = None
+    def __init__(self, q: np.ndarray | None, elements: np.ndarray | None,
+                 clip: np.ndarray | float, bits: float, scale: float = float("nan"),
+                 block_scales: np.ndarray | None = None, *, codes: np.ndarray | None = None,
+                 table: np.ndarray | None = None, factor: np.ndarray | float = 1.0,
+                 block_size: int | None = None) -> None:
+        self._q, self._e = q, elements
+        self.clip, self.bits, self.scale, self.block_scales = clip, bits, scale, block_scales
+        self.codes, self.table, self.block_size = codes, table, block_size
+        self.factor = np.asarray(factor, dtype=np.float64).reshape(-1)
+
+    @property
+    def elements(self) -> np.ndarray:
+        if self._e is None:
+            assert self.codes is not None and self.table is not None
+            self._e = self.table[self.codes]
+        return self._e
+
+    @property
+    def q(self) -> np.ndarray:
+        if self._q is None:
+            e = self.elements
+            if self.factor.size == 1:
+                self._q = e * self.factor[0]
+            else:  # one factor per block along the last axis
+                bs = int(self.block_size or 1)
+                e2 = e.reshape(-1, e.shape[-1]) if e.ndim else e.reshape(1, 1)
+                per = self.factor.reshape(e2.shape[0], -1)
+                cols = np.arange(e2.shape[1]) // bs
+                with np.errstate(invalid="ignore"):
+                    self._q = (e2 * per[:, cols]).reshape(e.shape)
+        return self._q
+
+
+_TABLES: dict[str, np.ndarray] = {}
+
+
+def value_table(fmt: FloatFormat) -> np.ndarray:
+    """The value of every code of a format of at most 8 bits, float64 (cached)."""
+    t = _TABLES.get(fmt.name)
+    if t is None:
+        t = np.asarray(decode(np.arange(1 << fmt.width, dtype=np.uint32), fmt), np.float64)
+        _TABLES[fmt.name] = t
+    return t
 
 
 def _plain(name: str, desc: str) -> Recipe:
@@ -199,24 +239,26 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
             a = amax if amax is not None else (float(np.max(np.abs(x))) if x.size else 0.0)
             s = scaling.current_scale(a, fmt)
             t = scaling.quantize_per_tensor(x, fmt, scale=s)
-        e = np.asarray(decode(t.codes, t.fmt), dtype=np.float64)
         clip = overflow_threshold(fmt) / float(t.scale)
-        return Outcome(t.dequantize(), e, clip, float(fmt.width), float(s))
+        return Outcome(None, None, clip, float(fmt.width), float(s), codes=t.codes,
+                       table=value_table(fmt), factor=float(t.scale_inv))
     flat = x.reshape(1, -1) if x.ndim == 0 else x
     if recipe.kind == "mx":
         m = mx.quantize(flat, recipe.fmt, axis=-1, block_size=32, scale_rule=recipe.scale_rule)
         scales = m.scales
-        return Outcome(m.dequantize().reshape(x.shape), m.elements.reshape(x.shape),
-                       scales.reshape(-1) * overflow_threshold(fmt), m.bits_per_value,
-                       block_scales=scales)
+        return Outcome(None, None, scales.reshape(-1) * overflow_threshold(fmt),
+                       m.bits_per_value, block_scales=scales, codes=m.codes.reshape(x.shape),
+                       table=value_table(fmt), factor=scales, block_size=32)
     gs = None
     if amax is not None and np.isfinite(amax):
         gs = float(np.float32(1) / nvfp4.global_encode_scale(amax))
     n = nvfp4.quantize(flat, axis=-1, global_scale=gs)
     scales = n.scales
-    clip = scales.reshape(-1) * np.float64(n.global_scale) * overflow_threshold(fmt)
-    return Outcome(n.dequantize().reshape(x.shape), decode(n.codes, nvfp4.ELEMENT).reshape(
-        x.shape), clip, n.bits_per_value, float(n.global_scale), block_scales=scales)
+    per_block = scales * np.float64(n.global_scale)  # as NVFP4Tensor.dequantize forms it
+    return Outcome(None, None, per_block.reshape(-1) * overflow_threshold(fmt),
+                   n.bits_per_value, float(n.global_scale), block_scales=scales,
+                   codes=n.codes.reshape(x.shape), table=value_table(fmt), factor=per_block,
+                   block_size=16)
 
 
 def _record_amax(ds: scaling.DelayedScaling, amax: float) -> None:

@@ -54,15 +54,22 @@ def measure(x: np.ndarray, out: Outcome, tiny: float, block_size: int | None = N
     for block recipes (``block_size``) the per-block forensics."""
     rows, cols = _as_rows(x)
     xf = np.ascontiguousarray(x).reshape(-1)
-    q = np.ascontiguousarray(out.q, dtype=np.float64).reshape(-1)
-    e = np.ascontiguousarray(out.elements, dtype=np.float64).reshape(-1)
+    none = np.empty(0)
+    if out.codes is not None and out.table is not None:
+        codes = np.ascontiguousarray(out.codes).reshape(-1)
+        table, factor, q, e = out.table, out.factor, none, none
+    else:
+        codes, table, factor = np.empty(0, np.uint8), none, np.ones(1)
+        q = np.ascontiguousarray(out.q, dtype=np.float64).reshape(-1)
+        e = np.ascontiguousarray(out.elements, dtype=np.float64).reshape(-1)
     clip = np.asarray(out.clip, dtype=np.float64).reshape(-1)
     bs = block_size or max(cols, 1)
     n_blocks = rows * (-(-cols // bs)) if block_size else 0
     per_block = np.zeros((n_blocks, 5))
     (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in, n_finite,
      signal, noise, max_rel, sum_rel, n_rel) = _kernels.measure_pass(
-        xf, q, e, clip, 0 if clip.size == 1 else 1, float(tiny), rows, cols, bs, per_block)
+        xf, q, e, codes, table, factor, clip, 0 if clip.size == 1 else 1, float(tiny), rows,
+        cols, bs, per_block)
     if n_finite == 0:
         sqnr = float("nan")
     elif overflow:
@@ -146,10 +153,24 @@ def _blocks_from(per_block: np.ndarray, out: Outcome, x: np.ndarray, bs: int,
 def exponent_histogram(x: np.ndarray) -> dict[int, int]:
     """How many finite non-zero values lie in each binade ``floor(log2 |x|)``.
 
-    >>> exponent_histogram(np.array([0.0, 1.0, 1.5, 0.25, np.nan]))
-    {-2: 1, 0: 2}
+    Read from the exponent field of float32/float64 values (subnormals, whose field is
+    0, through ``frexp``).
+
+    >>> exponent_histogram(np.array([0.0, 1.0, 1.5, 0.25, np.nan, 5e-324]))
+    {-1074: 1, -2: 1, 0: 2}
     """
     v = np.ascontiguousarray(x).reshape(-1)
-    lo, hi = -1075, 1024  # every float64 binade, subnormals included
-    counts = _kernels.exponent_counts(v, lo, hi)
-    return {int(k) + lo: int(counts[k]) for k in np.flatnonzero(counts)}
+    if v.dtype == np.float32:
+        field = (v.view(np.uint32) >> np.uint32(23)) & np.uint32(0xFF)
+        top, bias = 0xFF, 127
+    else:
+        v = v.astype(np.float64, copy=False)
+        field = ((v.view(np.uint64) >> np.uint64(52)) & np.uint64(0x7FF)).astype(np.int64)
+        top, bias = 0x7FF, 1023
+    counts = np.bincount(field, minlength=top + 1)
+    out = {int(k) - bias: int(counts[k]) for k in np.flatnonzero(counts[1:top]) + 1}
+    if counts[0]:
+        sub = v[(field == 0) & (v != 0)]
+        for k, c in zip(*np.unique(np.frexp(sub)[1] - 1, return_counts=True)):
+            out[int(k)] = out.get(int(k), 0) + int(c)
+    return dict(sorted(out.items()))
