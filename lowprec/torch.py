@@ -336,6 +336,15 @@ def capture(model: torch.nn.Module, every: int = 1, max_values: int = 4096, *,
     your ``torch.amp.GradScaler``, whose scale is read so that gradients are seen before
     and after the loss scale. Nothing changes what the model computes: the same losses and
     gradients, bit for bit, with and without capture.
+
+    >>> import torch
+    >>> model = torch.nn.Linear(4, 2)
+    >>> with capture(model) as cap:
+    ...     model(torch.ones(3, 4)).sum().backward()
+    >>> sorted(cap.samples)
+    ['model/input@0', 'model/output_grad@0', 'model/weight@0', 'model/weight_grad@0']
+    >>> cap.report(["fp8_e4m3"]).row("model/input@0", "fp8_e4m3")["sqnr_db"]
+    inf
     """
     return Capture(model, every, max_values, max_steps, scaler, seed, params)
 
@@ -432,6 +441,15 @@ def emulate(model: torch.nn.Module, policy: Policy | str, *, seed: int = 0) -> E
     model, your optimizer and, for fp16 policies, ``torch.amp.GradScaler``.
     ``seed`` feeds stochastic rounding. Returns an :class:`Emulation`
     (a context manager; ``.points`` lists the rounding points).
+
+    >>> import torch
+    >>> model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    >>> with emulate(model, "bf16-master") as emu:
+    ...     y = model(torch.full((1, 4), 0.1))
+    >>> [p["role"] for p in emu.points]
+    ['input', 'weight', 'output_grad', 'weight_grad']
+    >>> "forward" in vars(model[0])   # restored on leaving the block
+    False
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
