@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from lowprec import mx
 from lowprec.formats import FloatFormat, get_format
 from lowprec.inspect import report as _report
 from lowprec.rounding import round_to as _lp_round_to
@@ -390,6 +391,11 @@ class Emulation:
 
     def _install(self, name: str, m: torch.nn.Linear, rng: np.random.Generator) -> None:
         p = self.policy
+        for q in (p.activations, p.weights, p.act_grads, p.weight_grads):
+            if q is not None:  # e.g. fp16 in a bfloat16 model would round twice
+                elem = mx.get_mx_format(q.format).element if q.scaling == "mx" else \
+                    get_format(q.format)
+                _check_fits(elem, m.weight.dtype)
         act = make_rounder(p.activations, rng) if p.activations else None
         wgt = make_rounder(p.weights, rng) if p.weights else None
         gout = make_rounder(p.act_grads, rng) if p.act_grads else None

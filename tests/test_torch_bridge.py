@@ -215,6 +215,8 @@ def test_bad_models_and_empty_captures() -> None:
         cap.report()
     with pytest.raises(ValueError, match="every"):
         lpt.capture(_model(), every=0)
+    with pytest.raises(ValueError, match="do not all fit"):
+        lpt.emulate(_model().to(torch.bfloat16), "fp16-amp")
 
 
 def test_report_takes_torch_tensors_nan_filled_and_bf16() -> None:
