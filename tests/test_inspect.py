@@ -165,14 +165,17 @@ def test_nvfp4_equals_nvfp4_quantize() -> None:
     assert r.blocks["w", "nvfp4"].n_blocks == t.n_blocks
 
 
-def test_sample_with_the_full_tensors_amax_is_quantized_as_in_the_full_tensor() -> None:
-    x = _wide(6)
-    rows = x[[3, 10, 40]]
-    amax = float(np.max(np.abs(x)))
-    for rec in ["fp8_e4m3_current", "nvfp4"]:
-        full = inspect.recipes.apply(inspect.get_recipe(rec), x).q[[3, 10, 40]]
-        part = inspect.recipes.apply(inspect.get_recipe(rec), rows, amax=amax).q
-        np.testing.assert_array_equal(part, full)
+@pytest.mark.parametrize("rec", ["fp8_e4m3_current", "fp8_e5m2_current", "nvfp4"])
+def test_sample_with_the_full_tensors_amax_is_quantized_as_in_the_full_tensor(rec) -> None:
+    rng = np.random.default_rng(6)
+    for _ in range(40):
+        x = (rng.standard_normal((48, 40)) * rng.uniform(1e-6, 1e3)).astype(np.float32)
+        pick = np.sort(rng.choice(48, 5, replace=False))
+        amax = float(np.max(np.abs(x)))
+        full = inspect.recipes.apply(inspect.get_recipe(rec), x)
+        part = inspect.recipes.apply(inspect.get_recipe(rec), x[pick], amax=amax)
+        np.testing.assert_array_equal(part.q, full.q[pick])
+        np.testing.assert_array_equal(part.elements, full.elements[pick])
 
 
 def test_unknown_recipe_lists_the_valid_ones() -> None:

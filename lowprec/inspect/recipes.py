@@ -249,16 +249,25 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
         return Outcome(None, None, scales.reshape(-1) * overflow_threshold(fmt),
                        m.bits_per_value, block_scales=scales, codes=m.codes.reshape(x.shape),
                        table=value_table(fmt), factor=scales, block_size=32)
-    gs = None
-    if amax is not None and np.isfinite(amax):
-        gs = float(np.float32(1) / nvfp4.global_encode_scale(amax))
-    n = nvfp4.quantize(flat, axis=-1, global_scale=gs)
-    scales = n.scales
+    x2 = flat.reshape(-1, flat.shape[-1])
+    rows = x2.shape[0]
+    if amax is not None and np.isfinite(amax) and x2.size:
+        # The tensor scale of the full tensor: add one row holding its amax, so that
+        # nvfp4.quantize computes S_enc from exactly that amax (passing global_scale
+        # would go through 1/(1/S_enc), not always S_enc in float32), then drop the row.
+        # Blocks are per row, so no other block changes.
+        extra = np.zeros((1, x2.shape[1]), dtype=np.float32)
+        extra[0, 0] = abs(amax)
+        x2 = np.concatenate([x2.astype(np.float32, copy=False), extra])
+    n = nvfp4.quantize(x2, axis=-1)
+    scales = n.scales[:rows]
+    codes = n.codes[:rows]
+    n_blocks = scales.size
+    bits = 8.0 * (4 + n_blocks + n_blocks * 16 * 4 // 8) / x.size if x.size else float("nan")
     per_block = scales * np.float64(n.global_scale)  # as NVFP4Tensor.dequantize forms it
-    return Outcome(None, None, per_block.reshape(-1) * overflow_threshold(fmt),
-                   n.bits_per_value, float(n.global_scale), block_scales=scales,
-                   codes=n.codes.reshape(x.shape), table=value_table(fmt), factor=per_block,
-                   block_size=16)
+    return Outcome(None, None, per_block.reshape(-1) * overflow_threshold(fmt), bits,
+                   float(n.global_scale), block_scales=scales, codes=codes.reshape(x.shape),
+                   table=value_table(fmt), factor=per_block, block_size=16)
 
 
 def _record_amax(ds: scaling.DelayedScaling, amax: float) -> None:
