@@ -37,12 +37,15 @@ from ._style import (
     region_edges,
 )
 from .formats import format_comparison, number_line, spacing, ulp_steps
+from .inspect import inspect_heatmap, inspect_histograms
 from .rounding import relative_error, running_sum, stochastic_rounding
 from .scaling import accumulation_error, outlier_scaling, scheme_errors
 from .training import loss_scale_trace, lost_updates, training_curves, underflow_per_layer
 from .underflow import gradient_samples, underflow_histogram, underflow_shares
 
 __all__ = [
+    "inspect_heatmap",
+    "inspect_histograms",
     "OKABE_ITO",
     "REGION_COLORS",
     "REGION_LABELS",
