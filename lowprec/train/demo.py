@@ -103,7 +103,7 @@ def _available(policy: str) -> str | None:
     p = get_policy(policy)
     for q in (p.weights, p.activations, p.act_grads, p.weight_grads):
         if q is not None and q.scaling != "none":
-            module = "scaling" if q.scaling == "delayed" else "mx"
+            module = {"delayed": "scaling", "mx": "mx", "nvfp4": "nvfp4"}[q.scaling]
             try:
                 importlib.import_module(f"lowprec.{module}")
             except ImportError:
