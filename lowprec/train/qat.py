@@ -138,12 +138,12 @@ class QATComparison:
         for r in self.rows:
             rows.append((r.format, f"{r.ptq_loss:.4f}", acc(r.ptq_acc), f"{r.qat_loss:.4f}",
                          acc(r.qat_acc), f"{r.qat_master_loss:.4f}"))
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        widths = [max(len(cells[i]) for cells in rows) for i in range(len(head))]
         lines = [f"QAT vs PTQ: task {self.task!r}, {self.steps} steps, seed {self.seed}; "
                  "held-out loss and accuracy, weights quantized, activations float32"]
-        for k, r in enumerate(rows):
+        for k, cells in enumerate(rows):
             lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                                   for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip())
             if k == 0:
                 lines.append("  ".join("-" * w for w in widths))
         return "\n".join(lines)
