@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 
+from .commands import cost, memory
 from .explain import explain
 from .formats import FloatFormat, get_format, list_formats, reference_dtype
 from .rounding import MODES, check_mode, decode
@@ -250,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed for --mode stochastic")
     p.set_defaults(func=cmd_explain)
     _add_train_parsers(sub)
+    for command in (memory, cost):
+        command.register(sub)
     p = sub.add_parser("validate", help="check GPU kernels bit for bit against the emulator")
     p.add_argument("--gpu", action="store_true",
                    help="run the GPU kernels (needs CuPy and an NVIDIA GPU, sm_89+)")
