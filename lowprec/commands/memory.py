@@ -82,7 +82,7 @@ def summary_table(tables: list[MemoryTable]) -> str:
     batch element, and the total."""
     head = ("policy", "master", "weights", "grads", "opt state", "B/param", "act/elem",
             "total MiB")
-    rows = [head]
+    rows: list[tuple[str, ...]] = [head]
     for t in tables:
         per = [t.bytes_of(r) / t.n_params for r in ("master", "weights", "weight_grads",
                                                      "optimizer_state")]
