@@ -34,6 +34,7 @@ __all__ = [
     "ExerciseError",
     "check_accumulator_spacing",
     "check_bits_per_value",
+    "check_bytes_per_param",
     "check_current_scale",
     "check_decode",
     "check_delayed_scale",
@@ -979,3 +980,27 @@ def check_device_mode(x: float, fmt: FloatFormat | str, device_code: int, answer
         _ok(why + ".")
         return
     _wrong(f"{mode!r} gives {_bits(int(encode(xv, f, mode)), f)}, not the device's code: {why}.")
+
+
+def check_bytes_per_param(model: Any, policy: Any, optimizer: str, answer: Any) -> None:
+    """Weight-side bytes per parameter (master + weights + gradients + optimizer state)
+    of ``model`` (MLP widths or a :class:`lowprec.train.memory.ModelShape`) under
+    ``policy`` with ``optimizer``, exactly as :func:`lowprec.train.memory` counts them."""
+    from .train.memory import WEIGHT_SIDE, memory
+
+    t = memory(model, policy, optimizer=optimizer)
+    expected = float(t.weight_side_per_param())
+    a = _number(answer, "bytes per parameter")
+    parts = ", ".join(f"{role} {t.bytes_of(role) / t.n_params:.6g}" for role in WEIGHT_SIDE)
+    why = (f"per parameter, {t.policy} with {optimizer} stores: {parts}; together "
+           f"{expected:.6g} bytes")
+    if abs(a - expected) <= 1e-9 * max(1.0, expected):
+        _ok(why + ".")
+        return
+    hint = ""
+    without_master = expected - t.bytes_of("master") / t.n_params
+    if t.bytes_of("master") and abs(a - without_master) <= 1e-9 * max(1.0, expected):
+        hint = " You left out the FP32 master copy the optimizer updates."
+    elif abs(a - (expected - t.bytes_of("optimizer_state") / t.n_params)) <= 1e-9 * expected:
+        hint = " You left out the optimizer state (Adam keeps two values per parameter)."
+    _wrong(f"you said {a:g}, but {why}.{hint}")
