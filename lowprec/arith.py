@@ -52,20 +52,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _arith, _engine
+from ._kernels import arith as _arith
+from ._kernels import engine as _engine
+from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
 from .formats import FloatFormat, get_format, reference_dtype
-from .rounding import (
-    _CHUNK,
-    _MODE_INT,
-    _as_float_array,
-    _collect,
-    _get_rng,
-    _random_words,
-    _submit,
-    check_mode,
-    decode,
-    encode,
-)
+from .rounding import _MODE_INT, check_mode, decode, encode
 
 __all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
 

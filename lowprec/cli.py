@@ -12,6 +12,8 @@ from .explain import explain
 from .formats import FloatFormat, get_format, list_formats, reference_dtype
 from .rounding import MODES, check_mode, decode
 
+__all__ = ["build_parser", "main"]
+
 
 def _fmt_value(v: float) -> str:
     return f"{v:.6g}"
@@ -79,8 +81,8 @@ def cmd_figures(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    """Train the standard precision presets side by side (lowprec.train.demo)."""
-    from .train.demo import DEMO_POLICIES, run_demo
+    """Train the standard precision presets side by side (lowprec.demo)."""
+    from .demo import DEMO_POLICIES, run_demo
 
     policies = tuple(args.policies.split(",")) if args.policies else DEMO_POLICIES
     run_demo(args.out, policies=policies, task=args.task, steps=args.steps, seed=args.seed,
@@ -91,7 +93,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     """Train one policy on one task and save the run (lowprec.train)."""
     from .train import save_run, train
-    from .train.demo import ProgressBar, choose_out_dir, format_table
+    from .demo import ProgressBar, choose_out_dir, format_table
 
     bar = ProgressBar()
     bar.start(args.policy)

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
+from ._kernels import engine as _engine
+from ._runtime import _get_rng
 from .formats import FloatFormat, get_format
-from .rounding import _MODE_INT, _get_rng, check_mode, decode, encode
+from .rounding import _MODE_INT, check_mode, decode, encode
 
 __all__ = ["Explanation", "RangeStats", "explain", "range_stats"]
 

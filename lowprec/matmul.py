@@ -37,10 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
-from . import _matmul_kernels as K
+from ._kernels import engine as _engine
+from ._kernels import matmul as K
+from ._runtime import _threads
 from .formats import FloatFormat, custom_format, get_format
-from .rounding import _MODE_INT, _threads, check_mode, decode, encode
+from .rounding import _MODE_INT, check_mode, decode, encode
 
 __all__ = [
     "AccumulationModel",

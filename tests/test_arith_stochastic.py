@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec import _arith, _engine
+from lowprec._kernels import arith as _arith
+from lowprec._kernels import engine as _engine
 from lowprec.formats import FORMATS
 
 OPS = {"div": _arith.DIV, "sqrt": _arith.SQRT, "fma": _arith.FMA}

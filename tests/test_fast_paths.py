@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec import _engine
+from lowprec._kernels import engine as _engine
 
 FORMATS = ["fp32", "fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp8_e3m4",
            "fp6_e3m2", "fp6_e2m3", "fp4_e2m1"]

@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lowprec as lp
-from lowprec import _engine
+from lowprec._kernels import engine as _engine
 from lowprec.rounding import _MODE_INT
 
 FORMATS = list(lp.FORMATS)

@@ -227,7 +227,7 @@ def test_round_pack_wide_significands_and_sticky(name: str) -> None:
     a quantum of the format: "a little more", as round_pack documents)."""
     from fractions import Fraction
 
-    from lowprec import _engine
+    from lowprec._kernels import engine as _engine
     from lowprec.rounding import _MODE_INT
 
     fmt = lp.get_format(name)

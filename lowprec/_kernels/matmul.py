@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._arith import (
+from .arith import (
     FINITE,
     INF,
     QNAN,
@@ -27,7 +27,7 @@ from ._arith import (
     unpack,
     zero_result,
 )
-from ._engine import P_M, RDOWN, convert_one, decode_one
+from .engine import P_M, RDOWN, convert_one, decode_one
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._engine import (
+from .engine import (
     FLAG_INEXACT,
     FLAG_INFINITE,
     FLAG_INVALID,
