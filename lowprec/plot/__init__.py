@@ -38,7 +38,7 @@ from .formats import format_comparison, number_line, spacing, ulp_steps
 from .rounding import relative_error, running_sum, stochastic_rounding
 from .scaling import accumulation_error, outlier_scaling, scheme_errors
 from .training import loss_scale_trace, lost_updates, training_curves, underflow_per_layer
-from .underflow import gradient_samples, underflow_histogram, underflow_shares
+from .underflow import gradient_samples, rounding_edges, underflow_histogram, underflow_shares
 
 __all__ = [
     "OKABE_ITO",
@@ -53,6 +53,7 @@ __all__ = [
     "outlier_scaling",
     "region_edges",
     "relative_error",
+    "rounding_edges",
     "running_sum",
     "scheme_errors",
     "spacing",
