@@ -36,7 +36,7 @@ SUBMODULES = {
                     "plot_schemes", "to_columns"],
     "explain": ["Explanation", "RangeStats", "explain", "range_stats"],
     "packing": ["pack", "packed_size", "unpack"],
-    "plot": ["OKABE_ITO", "REGION_COLORS", "REGION_LABELS", "accumulation_error",
+    "plot": ["OKABE_ITO", "REGION_COLORS", "REGION_LABELS", "accumulation_error", "final_ranking",
              "format_comparison", "gradient_samples", "loss_scale_trace", "lost_updates",
              "number_line", "outlier_scaling", "region_edges", "relative_error", "rounding_edges",
              "running_sum", "scheme_errors", "spacing", "stochastic_rounding",

@@ -37,7 +37,13 @@ from ._style import (
 from .formats import format_comparison, number_line, spacing, ulp_steps
 from .rounding import relative_error, running_sum, stochastic_rounding
 from .scaling import accumulation_error, outlier_scaling, scheme_errors
-from .training import loss_scale_trace, lost_updates, training_curves, underflow_per_layer
+from .training import (
+    final_ranking,
+    loss_scale_trace,
+    lost_updates,
+    training_curves,
+    underflow_per_layer,
+)
 from .underflow import gradient_samples, rounding_edges, underflow_histogram, underflow_shares
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
     "REGION_COLORS",
     "REGION_LABELS",
     "accumulation_error",
+    "final_ranking",
     "format_comparison",
     "gradient_samples",
     "loss_scale_trace",
