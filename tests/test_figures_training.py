@@ -106,3 +106,22 @@ def test_figures_default_to_the_demo_runs():
 
     from lowprec.demo import run_demo
     assert inspect.signature(run_demo).parameters["steps"].default == figures.TRAINING_STEPS
+
+
+def test_memory_figure_segments_are_the_exact_bytes():
+    fig = figures.memory_roles()
+    layer = train.transformer_layer(4096, 16384, 2048)
+    for ax, batch in zip(fig.axes, (1, 32)):
+        for policy in ("fp32", "fp16-amp", "mxfp4"):
+            table = train.memory(layer, policy, batch=batch, optimizer="adam")
+            left = 0.0
+            for role in ("master", "weights", "weight_grads", "optimizer_state", "activations"):
+                (seg,) = [p for p in ax.patches if p.get_gid() == f"{policy}:{role}"]
+                assert seg.get_width() == table.bytes_of(role) / 2**30
+                assert seg.get_x() == left
+                left += seg.get_width()
+    # the lesson the figure carries: with Adam, AMP's weight side is no smaller than fp32's,
+    # and at batch 32 its total is well below fp32's because activations halve
+    amp, fp32 = (train.memory(layer, p, batch=32, optimizer="adam") for p in ("fp16-amp", "fp32"))
+    assert amp.weight_side_bytes() == fp32.weight_side_bytes()
+    assert 2 * amp.bytes_of("activations") == fp32.bytes_of("activations")

@@ -37,7 +37,7 @@ SUBMODULES = {
     "explain": ["Explanation", "RangeStats", "explain", "range_stats"],
     "packing": ["pack", "packed_size", "unpack"],
     "plot": ["OKABE_ITO", "REGION_COLORS", "REGION_LABELS", "accumulation_error", "final_ranking",
-             "format_comparison", "gradient_samples", "loss_scale_trace", "lost_updates",
+             "format_comparison", "gradient_samples", "loss_scale_trace", "lost_updates", "memory_stack",
              "number_line", "outlier_scaling", "region_edges", "relative_error", "rounding_edges",
              "running_sum", "scheme_errors", "spacing", "stochastic_rounding",
              "training_curves", "ulp_steps", "underflow_histogram", "underflow_per_layer",

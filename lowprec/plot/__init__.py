@@ -41,6 +41,7 @@ from .training import (
     final_ranking,
     loss_scale_trace,
     lost_updates,
+    memory_stack,
     training_curves,
     underflow_per_layer,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "gradient_samples",
     "loss_scale_trace",
     "lost_updates",
+    "memory_stack",
     "number_line",
     "outlier_scaling",
     "region_edges",

@@ -23,8 +23,13 @@ from ._style import (
     _series_color,
 )
 
-__all__ = ["final_ranking", "loss_scale_trace", "lost_updates", "training_curves",
-           "underflow_per_layer"]
+__all__ = ["final_ranking", "loss_scale_trace", "lost_updates", "memory_stack",
+           "training_curves", "underflow_per_layer"]
+
+#: Memory roles in stacking order (``lowprec.train.memory.ROLES``), with their colours:
+#: the weight side in blues and greens, the activations in vermillion.
+MEMORY_ROLES = {"master": "#56B4E9", "weights": "#0072B2", "weight_grads": "#009E73",
+                "optimizer_state": "#999933", "activations": "#D55E00"}
 
 # ------------------------------------------------------------ 4. training runs
 def _runs(runs: Any) -> list[tuple[str, Any]]:
@@ -229,4 +234,34 @@ def loss_scale_trace(runs: Any, *, title: str | None = None, ax: Axes | None = N
     ax.legend(fontsize=8)
     ax.grid(True, color="0.92", linewidth=0.6)
     ax.set_title(title or "Dynamic loss scale; × = step skipped (inf/NaN gradients)")
+    return ax
+
+
+def memory_stack(tables: Any, *, unit: str = "GiB", title: str | None = None,
+                 ax: Axes | None = None) -> Axes:
+    """Memory per recipe as horizontal bars stacked by tensor role (master copy, weights,
+    gradients, optimizer state, activations), from :func:`lowprec.train.memory` tables.
+    Each segment has gid ``"<policy>:<role>"``; its width is the role's bytes in ``unit``
+    (``"B"``, ``"KiB"``, ``"MiB"`` or ``"GiB"``); the total is written after the bar."""
+    scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+    if unit not in scale:
+        raise ValueError(f"unit must be one of {tuple(scale)}, got {unit!r}")
+    tables = list(tables)
+    if not tables:
+        raise ValueError("no memory tables given")
+    ax = _new_ax(ax, (7.0, 4.5))
+    y = np.arange(len(tables))[::-1]
+    for yi, t in zip(y, tables):
+        left = 0.0
+        for role, color in MEMORY_ROLES.items():
+            w = t.bytes_of(role) / scale[unit]
+            ax.barh(yi, w, left=left, color=color, height=0.7, gid=f"{t.policy}:{role}",
+                    label=role.replace("_", " ") if yi == y[0] else None)
+            left += w
+        ax.text(left, yi, f" {left:.3g} {unit}", va="center", ha="left", fontsize=7.5)
+    ax.set_yticks(y, [t.policy for t in tables], fontsize=8)
+    ax.set_xlim(0, max(t.total_bytes for t in tables) / scale[unit] * 1.18)
+    ax.set_xlabel(f"memory ({unit}, exact)")
+    ax.grid(True, axis="x", color="0.92", linewidth=0.6)
+    ax.set_title(title or "Memory per recipe, by tensor role")
     return ax
