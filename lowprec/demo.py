@@ -87,8 +87,9 @@ def _memory(run: RunResult) -> MemoryTable:
                   batch=cfg["batch_size"], optimizer=cfg["optimizer"])
 
 
-def format_table(runs: dict[str, RunResult]) -> str:
-    """The comparison table of the demo (one row per run)."""
+def format_table(runs: dict[str, RunResult], *, timings: bool = True) -> str:
+    """The comparison table of the demo (one row per run); ``timings=False`` leaves out
+    the wall-clock column, the only one that changes between identical runs."""
     header = ("policy", "final loss", "acc %", "grads underflowed %", "updates lost %",
               "skipped", "final scale", "B/param", "act B/ex", "time s")
     rows = [header]
@@ -102,7 +103,9 @@ def format_table(runs: dict[str, RunResult]) -> str:
                      f"{float(mem.weight_side_per_param()):.4g}",
                      f"{float(mem.activation_bytes_per_example()):.4g}",
                      f"{s['wall_seconds']:.1f}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    if not timings:
+        rows = [row[:-1] for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
