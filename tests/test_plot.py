@@ -437,6 +437,6 @@ def test_demo_figures_from_real_runs(tmp_path):
     runs = {p: train.train(p, "underflow", steps=12, seed=0, eval_every=4)
             for p in ("fp32", "fp16-naive", "fp16-amp", "bf16-pure")}
     written = figures.demo_figures(runs, tmp_path)
-    assert sorted(p.name for p in written) == ["training_comparison.png",
+    assert sorted(p.name for p in written) == ["memory_roles.png", "training_comparison.png",
                                                "training_underflow.png", "underflow_run.png"]
     assert all(p.stat().st_size > 10_000 for p in written)
