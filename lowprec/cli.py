@@ -92,8 +92,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Train one policy on one task and save the run (lowprec.train)."""
-    from .train import save_run, train
     from .demo import ProgressBar, choose_out_dir, format_table
+    from .train import save_run, train
 
     bar = ProgressBar()
     bar.start(args.policy)
