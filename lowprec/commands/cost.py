@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from ..train.cost import GPUS, estimate
-from .memory import add_model_arguments, model_from_args, policies_from_args
+from .memory import HelpFormatter, add_model_arguments, model_from_args, policies_from_args
 
 EPILOG = """examples:
   lowprec cost --transformer 4096,16384,2048 --batch 8 --policies fp32,bf16-master,fp8
@@ -20,10 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "named GPU (an estimate, not a measurement)",
         description="FLOPs, bytes moved and the roofline time of each layer's three matmuls "
         "per training step, from the GPU's published peak numbers. An ESTIMATE, NOT A "
-        "MEASUREMENT.", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        "MEASUREMENT.", epilog=EPILOG, formatter_class=HelpFormatter)
     add_model_arguments(p)
     p.add_argument("--gpu", default="h100-sxm", choices=list(GPUS),
-                   help="whose datasheet peaks to use (default: h100-sxm)")
+                   help="whose datasheet peaks to use")
     p.set_defaults(func=run)
 
 

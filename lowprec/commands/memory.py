@@ -11,6 +11,12 @@ import argparse
 from ..train.memory import MemoryTable, ModelShape, memory, mlp_shape, transformer_layer
 from ..train.policy import POLICIES
 
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter,
+                    argparse.ArgumentDefaultsHelpFormatter):
+    """Examples kept as written, defaults shown (shared with ``lowprec cost``)."""
+
+
 EPILOG = """examples:
   lowprec memory                                   # the demo's 32-64-64-10 MLP, SGD
   lowprec memory --optimizer adam --transformer 4096,16384,2048 --batch 8
@@ -50,11 +56,11 @@ def policies_from_args(args: argparse.Namespace) -> list[str]:
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--sizes", default=None, metavar="W,W,...",
-                   help="MLP layer widths, input first (default: the demo's 32,64,64,10)")
+                   help="MLP layer widths, input first; unset: the demo's 32,64,64,10")
     p.add_argument("--transformer", default=None, metavar="D_MODEL,D_FF,SEQ",
                    help="one transformer layer instead (no biases); batch = sequences")
     p.add_argument("--batch", type=int, default=64, help="batch elements")
-    p.add_argument("--policies", default=None, help="comma-separated presets (default: all)")
+    p.add_argument("--policies", default=None, help="comma-separated presets; unset: all")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -63,10 +69,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "state, activations) per recipe",
         description="Exact memory of a model under each precision recipe, per tensor role "
         "(block-scale overhead included). Arithmetic only: nothing is trained.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=HelpFormatter)
     add_model_arguments(p)
     p.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"],
-                   help="sgd: momentum, 1 state value per parameter; adam: 2 (default: sgd)")
+                   help="sgd: momentum, 1 state value per parameter; adam: 2")
     p.add_argument("--detail", action="store_true", help="one table per recipe, every role")
     p.set_defaults(func=run)
 
