@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import engine as _engine
+from ._kernels import sr
 
-_CHUNK = 1 << 20  # elements per chunk (a multiple of _engine.SR_BLOCK)
+_CHUNK = 1 << 20  # elements per chunk (a multiple of sr.SR_BLOCK)
 
 
 def _is_ml_dtypes_float(dtype: np.dtype) -> bool:
@@ -82,8 +82,10 @@ def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def _get_rng(rng: Any) -> np.random.Generator:
-    if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)):
+    if rng is None or isinstance(rng, np.random.SeedSequence):
         return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral):  # Python and numpy ints, bool
+        return np.random.default_rng(int(rng))
     if isinstance(rng, np.random.Generator):
         return rng
     raise TypeError(
@@ -115,7 +117,7 @@ def _submit(run, start: int, stop: int, seeds: np.ndarray) -> list:
     global _POOL
     if _POOL is None or _POOL._max_workers != nt:  # noqa: SLF001
         _POOL = ThreadPoolExecutor(max_workers=nt, thread_name_prefix="lowprec")
-    block = _engine.SR_BLOCK
+    block = sr.SR_BLOCK
     cuts = [start + ((n * k) // nt) // block * block for k in range(nt)] + [stop]
     return [
         (a, _POOL.submit(run, a, b,

@@ -23,6 +23,8 @@ from matplotlib.figure import Figure
 from . import plot as lpp
 from . import quant_error as qe
 from . import train
+from ._names import did_you_mean
+from ._outdir import prepare_out_dir
 from .matmul import matmul as lp_matmul
 from .matmul import promote
 
@@ -373,14 +375,21 @@ def save(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=DPI, metadata=_PNG_METADATA)
 
 
+def check_names(names: list[str] | None) -> None:
+    """Raise ValueError naming the unknown figures in ``names`` and the closest valid ones."""
+    unknown = [n for n in names or [] if n not in FIGURES]
+    if unknown:
+        hints = "".join(did_you_mean(n, FIGURES) for n in unknown)
+        raise ValueError(f"unknown figure(s) {', '.join(unknown)}{hints}; valid: "
+                         f"{', '.join(FIGURES)}")
+
+
 def generate(out: str | Path = "figures", names: list[str] | None = None,
              *, verbose: bool = True) -> list[Path]:
     """Draw the figures ``names`` (default: all) into ``out``; returns the files written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    unknown = [n for n in names or [] if n not in FIGURES]
-    if unknown:
-        raise ValueError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(FIGURES)}")
+    check_names(names)
     written = []
     for name in names or list(FIGURES):
         fig = FIGURES[name]()
@@ -397,14 +406,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", metavar="FIGURE",
                    help=f"figures to draw (default: all): {', '.join(FIGURES)}")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
+    p.add_argument("--force", action="store_true", help="write into --out even if not empty")
 
 
 def run(args: argparse.Namespace) -> int:
+    """List the figures, or check the names and the output folder, then draw them."""
     if args.list:
         for name, fn in FIGURES.items():
             print(f"{name:<22} {(fn.__doc__ or '').strip()}")
         return 0
-    generate(args.out, args.names or None)
+    check_names(args.names)
+    folder = prepare_out_dir(args.out, force=args.force)  # before any drawing
+    print(f"figures: writing into {folder}/", flush=True)
+    generate(folder, args.names or None)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Values to codes and back, in every rounding mode: ``round_to``, ``encode``, ``decode``.
 
-All three are thin wrappers around the compiled engine in ``lowprec._engine``;
+All three are thin wrappers around the compiled engine in ``lowprec._kernels``;
 this module only checks arguments, converts inputs and walks the array in
 chunks (so peak extra memory stays near the size of the result).
 
@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import engine as _engine
+from ._kernels import convert, engine, params, sr
+from ._names import did_you_mean
 from ._runtime import (
     _CHUNK,
     _as_float_array,
@@ -42,16 +43,7 @@ from .formats import FloatFormat, get_format
 __all__ = ["MODES", "round_to", "encode", "decode", "check_mode"]
 
 #: Rounding modes accepted everywhere a ``mode=`` is, with what they mean.
-MODES: dict[str, str] = {
-    "rne": "to nearest, ties to even (IEEE default)",
-    "rna": "to nearest, ties away from zero",
-    "rtz": "toward zero (truncation)",
-    "rup": "toward +infinity",
-    "rdown": "toward -infinity",
-    "odd": "to odd: truncate, then set the last bit if inexact (no double rounding)",
-    "stochastic": "up with probability proportional to the distance from the lower neighbour",
-}
-_MODE_INT = {name: i for i, name in enumerate(MODES)}
+MODES: dict[str, str] = {name: meaning for name, _, meaning in params.MODE_TABLE}
 _MODE_ALIASES = {
     "nearest": "rne", "nearest_even": "rne", "rn": "rne",
     "nearest_away": "rna", "rz": "rtz", "toward_zero": "rtz", "truncate": "rtz",
@@ -65,17 +57,18 @@ def check_mode(mode: str) -> str:
     if isinstance(mode, str):
         key = mode.strip().lower()
         key = _MODE_ALIASES.get(key, key)
-        if key in _MODE_INT:
+        if key in MODES:
             return key
+    hint = did_you_mean(mode, [*MODES, *_MODE_ALIASES]) if isinstance(mode, str) else ""
     raise ValueError(
-        f"unknown rounding mode {mode!r}; valid modes: "
+        f"unknown rounding mode {mode!r}{hint}; valid modes: "
         + ", ".join(f"{k!r} ({v})" for k, v in MODES.items())
     )
 
 
 def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat) -> None:
     value = x_flat[index]
-    if status == _engine.INVALID_NAN:
+    if status == params.INVALID_NAN:
         raise ValueError(
             f"element {index} is NaN, but {fmt.name} has no NaN encoding; remove or replace "
             "NaNs (np.nan_to_num) before converting"
@@ -85,12 +78,15 @@ def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat)
     )
 
 
-def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=False):
+def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnormals: bool,
+             rng: Any, *, to_codes: bool, want_flags: bool = False) -> Any:
+    """Values (or codes, and flags) of ``x`` in ``fmt``: argument checks, then the
+    array in chunks through ``_kernels.convert`` (its fast path; the reference
+    when flags are asked for)."""
     fmt = get_format(fmt)
     mode = check_mode(mode)
     arr, scalar = _as_float_array(x)
-    P = _engine.format_params(fmt)
-    m = _MODE_INT[mode]
+    m = params.MODE_INT[mode]
     stochastic = mode == "stochastic"
     gen = _get_rng(rng) if stochastic else None
     if not stochastic and rng is not None:
@@ -109,76 +105,29 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
         x_flat = np.ascontiguousarray(x_flat)
     out_flat = out.reshape(-1)
     flags_flat = flags.reshape(-1)
-    is64 = x_flat.dtype == np.float64
-    bits = x_flat.view(np.uint64 if is64 else np.uint32)
-    no_rnd = np.empty(0, dtype=np.uint64)
-    # The fast path needs the output to be of the input's type and a signed
-    # format with subnormals whose values fit that type. Formats without
-    # mantissa bits are left to the reference: fast_kernel takes the parity for
-    # ties-to-even from the input's bits, which for m = 0 is the exponent's
-    # last bit, not the significand's (always 1: ties go up, as in ml_dtypes'
-    # e8m0).
-    fast = fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and (
-        fmt.fits_float32 if not is64 else fmt.emin >= -1022
-    ) and (to_codes or out.dtype == x_flat.dtype)
-    # The vectorised float32 path: float32 in, no flags, no flush to zero, and a
-    # format whose normal range starts inside float32's.
-    vec = (fast and not is64 and subnormals and not want_flags and fmt.emin >= -126
-           and (fmt.emin == -126 or fmt.smallest_subnormal_exponent >= -126))
-    no_bits = np.empty(0, dtype=bits.dtype)
-    no_vals = np.empty(0, dtype=x_flat.dtype)
-    no_codes = np.empty(0, dtype=fmt.code_dtype)
-    no_i32 = np.empty(0, dtype=np.int32)
-    n = bits.shape[0]
+    bits = x_flat.view(np.uint64 if x_flat.dtype == np.float64 else np.uint32)
+    path = "reference" if want_flags else "fast"
+    ftz = not subnormals
 
     def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
         """Convert elements start..stop (a compiled kernel; releases the GIL)."""
-        xb = bits[start:stop]
-        ftz = not subnormals
-        if vec:
-            if to_codes:
-                return _engine.vec32_kernel(P, xb, m, saturate, seeds, no_i32,
-                                            out_flat[start:stop], 1)
-            return _engine.vec32_kernel(P, xb, m, saturate, seeds,
-                                        out_flat[start:stop].view(np.int32), no_codes, 0)
-        if stochastic:
-            o = out_flat[start:stop]
-            if fast and not want_flags:
-                if to_codes:
-                    return _engine.stochastic_kernel(1, P, xb, is64, saturate, ftz, seeds,
-                                                     no_bits, no_vals, o, flags_flat, False)
-                return _engine.stochastic_kernel(0, P, xb, is64, saturate, ftz, seeds,
-                                                 o.view(bits.dtype), o, no_codes, flags_flat,
-                                                 False)
-            if to_codes:
-                fl = flags_flat[start:stop] if want_flags else flags_flat
-                return _engine.stochastic_kernel(2, P, xb, is64, saturate, ftz, seeds,
-                                                 no_bits, no_vals, o, fl, want_flags)
-            return _engine.stochastic_kernel(3, P, xb, is64, saturate, ftz, seeds,
-                                             no_bits, o, no_codes, flags_flat, False)
-        if fast and not want_flags:
-            if to_codes:
-                return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
-                                           no_bits, no_vals, out_flat[start:stop], 1)
-            ob = out_flat[start:stop]
-            return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
-                                       ob.view(bits.dtype), ob, no_codes, 0)
+        xb, o = bits[start:stop], out_flat[start:stop]
         if to_codes:
-            return _engine.encode_kernel(
-                P, xb, is64, m, saturate, ftz, no_rnd, out_flat[start:stop],
-                flags_flat[start:stop] if want_flags else flags_flat, want_flags)
-        return _engine.round_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
-                                    out_flat[start:stop])
+            fl = flags_flat[start:stop] if want_flags else None
+            return convert.to_codes(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=seeds,
+                                    flags=fl, path=path)
+        return convert.to_values(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=seeds,
+                                 path=path)
 
     # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements is
     # drawn from the Generator, in order, a chunk at a time; the kernels make
     # each element's word from its block's seed and its index in the block
-    # (see _engine.sr_word). Results depend on the seed only, never on the
+    # (see sr.sr_word). Results depend on the seed only, never on the
     # number of threads.
-    block = _engine.SR_BLOCK
-    for start in range(0, n, _CHUNK):
-        stop = min(start + _CHUNK, n)
-        seeds = _random_words(gen, -(-(stop - start) // block)) if stochastic else no_rnd
+    no_seeds = np.empty(0, dtype=np.uint64)
+    for start in range(0, bits.shape[0], _CHUNK):
+        stop = min(start + _CHUNK, bits.shape[0])
+        seeds = no_seeds if gen is None else _random_words(gen, -(-(stop - start) // sr.SR_BLOCK))
         for bad, status in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
                 _raise_status(x_flat, bad, status, fmt)
@@ -218,7 +167,7 @@ def round_to(
         For ``stochastic`` only: a ``numpy.random.Generator`` or a seed. One
         64-bit seed is drawn from it per block of 4096 elements, and each
         element's uniform 64-bit word is made from its block's seed by
-        SplitMix64 (``lowprec._engine.sr_word``); the same seed gives the same
+        SplitMix64 (``lowprec._kernels.sr.sr_word``); the same seed gives the same
         result, whatever the number of threads.
 
     Returns
@@ -292,7 +241,7 @@ def decode(codes: Any, fmt: FloatFormat | str) -> Any:
     else:
         flat = np.ascontiguousarray(arr.reshape(-1)).astype(np.uint32, copy=False)
         out = np.empty(flat.shape, dtype=np.float64)
-        _engine.decode_kernel(_engine.format_params(fmt), flat, out)
+        engine.decode_kernel(params.format_params(fmt), flat, out)
         out = out.reshape(arr.shape)
     return out[()] if scalar else out
 
@@ -306,7 +255,7 @@ def _decode_table(fmt: FloatFormat) -> np.ndarray:
     if table is None:
         codes = np.arange(1 << fmt.width, dtype=np.uint32)
         table = np.empty(codes.shape, dtype=np.float64)
-        _engine.decode_kernel(_engine.format_params(fmt), codes, table)
+        engine.decode_kernel(params.format_params(fmt), codes, table)
         table.setflags(write=False)
         _TABLES[fmt] = table
     return table

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..train.cost import GPUS, estimate
-from .memory import HelpFormatter, add_model_arguments, model_from_args, policies_from_args
+from ._common import HelpFormatter
+from .memory import add_model_arguments, model_from_args, policies_from_args
 
 EPILOG = """examples:
   lowprec cost --transformer 4096,16384,2048 --batch 8 --policies fp32,bf16-master,fp8

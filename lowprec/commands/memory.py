@@ -10,12 +10,7 @@ import argparse
 
 from ..train.memory import MemoryTable, ModelShape, memory, mlp_shape, transformer_layer
 from ..train.policy import POLICIES
-
-
-class HelpFormatter(argparse.RawDescriptionHelpFormatter,
-                    argparse.ArgumentDefaultsHelpFormatter):
-    """Examples kept as written, defaults shown (shared with ``lowprec cost``)."""
-
+from ._common import HelpFormatter
 
 EPILOG = """examples:
   lowprec memory                                   # the demo's 32-64-64-10 MLP, SGD

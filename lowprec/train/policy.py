@@ -29,6 +29,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._names import did_you_mean
 from ..formats import get_format
 from ..rounding import check_mode
 
@@ -213,7 +214,8 @@ def get_policy(policy: str | Policy) -> Policy:
         return POLICIES[policy]
     except (KeyError, TypeError):
         raise ValueError(
-            f"unknown policy {policy!r}; presets: {', '.join(POLICIES)}"
+            f"unknown policy {policy!r}{did_you_mean(policy, POLICIES)}; "
+            f"presets: {', '.join(POLICIES)}"
         ) from None
 
 
