@@ -20,7 +20,19 @@ from typing import Any, NoReturn
 
 from . import __version__
 from ._names import did_you_mean
-from .commands import demo, explain, figures, info, inspect, train, tutorials, validate, warmup
+from .commands import (
+    cost,
+    demo,
+    explain,
+    figures,
+    info,
+    inspect,
+    memory,
+    train,
+    tutorials,
+    validate,
+    warmup,
+)
 from .commands._common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -33,7 +45,8 @@ from .commands._compiling import compile_notice
 __all__ = ["build_parser", "main"]
 
 #: The sub-commands, in the order ``lowprec --help`` lists them.
-COMMANDS = [info, explain, demo, train, inspect, figures, validate, tutorials, warmup]
+COMMANDS = [info, explain, demo, train, memory, cost, inspect, figures, validate, tutorials,
+            warmup]
 
 EXAMPLES = """\
 examples:

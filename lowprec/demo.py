@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TextIO
 
 from ._outdir import prepare_out_dir
-from .train.policy import POLICIES, get_policy
+from .train.memory import MemoryTable, memory
+from .train.policy import POLICIES, Policy, get_policy
 from .train.results import RunResult, save_run
 from .train.runner import train
 
@@ -72,18 +73,32 @@ def _pct(x: float) -> str:
     return f"{x:.1f}" if x >= 0.1 or x == 0 else f"{x:.2g}"
 
 
-def format_table(runs: dict[str, RunResult]) -> str:
-    """The comparison table of the demo (one row per run)."""
+def _memory(run: RunResult) -> MemoryTable:
+    """The exact memory of the run's model under its policy, optimizer and batch."""
+    cfg = run.task_config
+    return memory(cfg["sizes"], Policy.from_dict(run.policy_config),
+                  batch=cfg["batch_size"], optimizer=cfg["optimizer"])
+
+
+def format_table(runs: dict[str, RunResult], *, timings: bool = True) -> str:
+    """The comparison table of the demo (one row per run); ``timings=False`` leaves out
+    the wall-clock column, the only one that changes between identical runs."""
     header = ("policy", "final loss", "acc %", "grads underflowed %", "updates lost %",
-              "skipped", "final scale", "time s")
+              "skipped", "final scale", "B/param", "act B/ex", "time s")
     rows = [header]
     for name, r in runs.items():
         s = r.summary
         acc = "-" if s["final_acc"] is None else f"{100 * s['final_acc']:.1f}"
+        mem = _memory(r)
         rows.append((name, f"{s['final_loss']:.4f}", acc, _pct(s["grad_underflow_pct"]),
                      _pct(s["lost_update_pct"]), str(s["skipped_steps"]),
-                     f"{s['final_loss_scale']:g}", f"{s['wall_seconds']:.1f}"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+                     f"{s['final_loss_scale']:g}",
+                     f"{float(mem.weight_side_per_param()):.4g}",
+                     f"{float(mem.activation_bytes_per_example()):.4g}",
+                     f"{s['wall_seconds']:.1f}"))
+    if not timings:
+        rows = [row[:-1] for row in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths))) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -113,7 +128,9 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
     print("\nfinal loss, acc: held-out set after the last step.  grads underflowed: gradient "
           "values non-zero\nbefore rounding and zero after.  updates lost: non-zero weight "
           "updates that left the\nstored weight unchanged.  skipped: steps skipped for inf/NaN "
-          "gradients.", file=stream)
+          "gradients.  B/param: exact bytes\nper parameter of master copy, weights, gradients "
+          "and optimizer state (lowprec memory).\nact B/ex: activations kept for the backward "
+          "pass, bytes per example.", file=stream)
     print(f"\nresults: {folder}/<policy>/run.json (+ grads.npz)", file=stream)
     if figures:
         _figures(runs, folder, stream)

@@ -40,8 +40,15 @@ from .formats import format_comparison, number_line, spacing, ulp_steps
 from .inspect import inspect_heatmap, inspect_histograms
 from .rounding import relative_error, running_sum, stochastic_rounding
 from .scaling import accumulation_error, outlier_scaling, scheme_errors
-from .training import loss_scale_trace, lost_updates, training_curves, underflow_per_layer
-from .underflow import gradient_samples, underflow_histogram, underflow_shares
+from .training import (
+    final_ranking,
+    loss_scale_trace,
+    lost_updates,
+    memory_stack,
+    training_curves,
+    underflow_per_layer,
+)
+from .underflow import gradient_samples, rounding_edges, underflow_histogram, underflow_shares
 
 __all__ = [
     "inspect_heatmap",
@@ -50,14 +57,17 @@ __all__ = [
     "REGION_COLORS",
     "REGION_LABELS",
     "accumulation_error",
+    "final_ranking",
     "format_comparison",
     "gradient_samples",
     "loss_scale_trace",
     "lost_updates",
+    "memory_stack",
     "number_line",
     "outlier_scaling",
     "region_edges",
     "relative_error",
+    "rounding_edges",
     "running_sum",
     "scheme_errors",
     "spacing",
