@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ._kernels import bits32, convert, engine, params, sr
+from ._names import did_you_mean
 from ._runtime import _SPLIT_MIN, _as_float_array, _get_rng, _random_words, _run_split
 from .formats import FloatFormat, get_format
 
@@ -52,8 +53,9 @@ def check_mode(mode: str) -> str:
         key = _MODE_ALIASES.get(key, key)
         if key in MODES:
             return key
+    hint = did_you_mean(mode, [*MODES, *_MODE_ALIASES]) if isinstance(mode, str) else ""
     raise ValueError(
-        f"unknown rounding mode {mode!r}; valid modes: "
+        f"unknown rounding mode {mode!r}{hint}; valid modes: "
         + ", ".join(f"{k!r} ({v})" for k, v in MODES.items())
     )
 
