@@ -77,16 +77,16 @@ def sequential_kernel(Pi, Pa, Po, a, b, ia, ib, cc, mode, n0, n1, out):
     pin = Pi[P_M] + 1
     K = a.shape[1]
     for n in range(n0, n1):
-            i, j = ia[n], ib[n]
-            acc = cc[n]
-            for k in range(K):
-                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
-                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
-                kc, nc, sc, ec = unpack(Pa, acc)
-                acc = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec,
-                                           pin, mode, False, False, _U0),
-                             mode, False, False, _U0)[0]
-            out[n] = convert(Pa, Po, acc, mode)[0]
+        i, j = ia[n], ib[n]
+        acc = cc[n]
+        for k in range(K):
+            ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+            kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+            kc, nc, sc, ec = unpack(Pa, acc)
+            acc = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec,
+                                       pin, mode, False, False, _U0),
+                         mode, False, False, _U0)[0]
+        out[n] = convert(Pa, Po, acc, mode)[0]
 
 
 @_jit
@@ -106,14 +106,14 @@ def blocked_kernel(Pi, Pa, Po, a, b, ia, ib, mode, n0, n1, out, zero_code, k_blo
     """Sequential fma inside each block of k_block; block sums added in order."""
     K = a.shape[1]
     for n in range(n0, n1):
-            i, j = ia[n], ib[n]
-            total = zero_code
-            for k0 in range(0, K, k_block):
-                part = _sequential_range(Pi, Pa, a, b, i, j, k0, min(k0 + k_block, K),
-                                         zero_code, mode)
-                total = finish(Pa, op_add(Pa, total, part, False, mode, False, False, _U0),
-                               mode, False, False, _U0)[0]
-            out[n] = convert(Pa, Po, total, mode)[0]
+        i, j = ia[n], ib[n]
+        total = zero_code
+        for k0 in range(0, K, k_block):
+            part = _sequential_range(Pi, Pa, a, b, i, j, k0, min(k0 + k_block, K),
+                                     zero_code, mode)
+            total = finish(Pa, op_add(Pa, total, part, False, mode, False, False, _U0),
+                           mode, False, False, _U0)[0]
+        out[n] = convert(Pa, Po, total, mode)[0]
 
 
 @_jit
@@ -124,27 +124,27 @@ def pairwise_kernel(Pi, Pa, Po, a, b, ia, ib, mode, n0, n1, out, zero_code):
     K = a.shape[1]
     buf = np.empty(max(K, 1), dtype=np.int64)
     for n in range(n0, n1):
-            i, j = ia[n], ib[n]
-            for k in range(K):
-                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
-                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
-                # a*b + (+0): the product rounded once to Pa.
-                buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
-                                              np.int64(0), 0, Pi[P_M] + 1, mode, False, False,
-                                              _U0), mode, False, False, _U0)[0]
-            n = K
-            if n == 0:
-                buf[0] = zero_code
-                n = 1
-            while n > 1:
-                half = n // 2
-                for t in range(half):
-                    buf[t] = finish(Pa, op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False,
-                                               False, _U0), mode, False, False, _U0)[0]
-                if n % 2:
-                    buf[half] = buf[n - 1]
-                n = half + n % 2
-            out[n] = convert(Pa, Po, buf[0], mode)[0]
+        i, j = ia[n], ib[n]
+        for k in range(K):
+            ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+            kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+            # a*b + (+0): the product rounded once to Pa.
+            buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
+                                          np.int64(0), 0, Pi[P_M] + 1, mode, False, False,
+                                          _U0), mode, False, False, _U0)[0]
+        n = K
+        if n == 0:
+            buf[0] = zero_code
+            n = 1
+        while n > 1:
+            half = n // 2
+            for t in range(half):
+                buf[t] = finish(Pa, op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False,
+                                           False, _U0), mode, False, False, _U0)[0]
+            if n % 2:
+                buf[half] = buf[n - 1]
+            n = half + n % 2
+        out[n] = convert(Pa, Po, buf[0], mode)[0]
 
 
 # ----------------------------------------------------------------------- exact
@@ -154,9 +154,9 @@ def exact_kernel(Pi, Po, a, b, ia, ib, mode, n0, n1, out, base, nlimbs):
     unit is 2**base (the smallest product lsb), rounded once into Po."""
     limbs = np.zeros(nlimbs, dtype=np.int64)
     for n in range(n0, n1):
-            i, j = ia[n], ib[n]
-            out[n] = finish(Po, _exact_sum(Pi, a, b, i, j, mode, base, limbs), mode, False,
-                               False, _U0)[0]
+        i, j = ia[n], ib[n]
+        out[n] = finish(Po, _exact_sum(Pi, a, b, i, j, mode, base, limbs), mode, False,
+                           False, _U0)[0]
 
 
 @_jit
@@ -403,19 +403,19 @@ def sequential_fast(Pa, Po, af, bf, ia, ib, cc, mode, n0, n1, out, zero_code, k_
     into Pa by the engine."""
     K = af.shape[1]
     for n in range(n0, n1):
-            i, j = ia[n], ib[n]
-            total = cc[n]
-            for k0 in range(0, K, k_block):
-                code = cc[n] if k0 == 0 else zero_code
+        i, j = ia[n], ib[n]
+        total = cc[n]
+        for k0 in range(0, K, k_block):
+            code = cc[n] if k0 == 0 else zero_code
+            acc = decode_one(Pa, code)
+            for k in range(k0, min(k0 + k_block, K)):
+                s = _odd_sum(af[i, k] * bf[j, k], acc, mode)
+                code = convert_one(Pa, np.float64(s).view(np.int64), True, mode, False,
+                                   False, _U0)[0]
                 acc = decode_one(Pa, code)
-                for k in range(k0, min(k0 + k_block, K)):
-                    s = _odd_sum(af[i, k] * bf[j, k], acc, mode)
-                    code = convert_one(Pa, np.float64(s).view(np.int64), True, mode, False,
-                                       False, _U0)[0]
-                    acc = decode_one(Pa, code)
-                if k0 == 0:
-                    total = code
-                else:
-                    total = finish(Pa, op_add(Pa, total, code, False, mode, False, False, _U0),
-                                   mode, False, False, _U0)[0]
-            out[n] = convert(Pa, Po, total, mode)[0]
+            if k0 == 0:
+                total = code
+            else:
+                total = finish(Pa, op_add(Pa, total, code, False, mode, False, False, _U0),
+                               mode, False, False, _U0)[0]
+        out[n] = convert(Pa, Po, total, mode)[0]

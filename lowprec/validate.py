@@ -46,7 +46,8 @@ from .gpu._catalog import (
 from .gpu._tables import StepTable, build_table, check_table
 from .rounding import decode, encode, round_to
 
-__all__ = ["explain_code", "run", "ulp_distance", "write_report"]
+__all__ = ["Identification", "explain_code", "identify_conversion", "identify_dot", "run",
+           "ulp_distance", "write_report"]
 
 Log = Callable[[str], None]
 
@@ -603,3 +604,7 @@ def write_report(report: dict, out_dir: Path | str, stem: str = "validation") ->
     j.write_text(json.dumps(report, indent=1, default=str) + "\n")
     m.write_text(to_markdown(report))
     return j, m
+
+
+# Naming the semantics of hardware from its outputs (lowprec.identify), here too.
+from .identify import Identification, identify_conversion, identify_dot  # noqa: E402

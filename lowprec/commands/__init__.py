@@ -1,0 +1,1 @@
+"""Sub-commands of the ``lowprec`` command line, one module each (``register`` + ``run``)."""
