@@ -132,18 +132,18 @@ def pairwise_kernel(Pi, Pa, Po, a, b, ia, ib, mode, n0, n1, out, zero_code):
             buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
                                           np.int64(0), 0, Pi[P_M] + 1, mode, False, False,
                                           _U0), mode, False, False, _U0)[0]
-        n = K
-        if n == 0:
+        cnt = K
+        if cnt == 0:
             buf[0] = zero_code
-            n = 1
-        while n > 1:
-            half = n // 2
+            cnt = 1
+        while cnt > 1:
+            half = cnt // 2
             for t in range(half):
                 buf[t] = finish(Pa, op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False,
                                            False, _U0), mode, False, False, _U0)[0]
-            if n % 2:
-                buf[half] = buf[n - 1]
-            n = half + n % 2
+            if cnt % 2:
+                buf[half] = buf[cnt - 1]
+            cnt = half + cnt % 2
         out[n] = convert(Pa, Po, buf[0], mode)[0]
 
 
