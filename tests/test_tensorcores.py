@@ -265,3 +265,20 @@ def test_cli_identify_bad_input(tmp_path, capsys):
     rc = main(["validate", "identify", "dot", "--a", str(tmp_path / "a.npy"), "--b",
                str(tmp_path / "a.npy"), "--d", str(tmp_path / "d.npy"), "--inputs", "fp16"])
     assert rc == 2 and "d must hold one value per row" in capsys.readouterr().err
+
+
+def test_published_configurations_that_the_data_rule_out(cases):
+    """What the measurements decide: the published B200 FP8 rule (C aligned with the
+    products, 2 extra bits, truncation; Khattak & Mikaitis's B200TC.m) and the older
+    A100 value of 3 extra alignment bits fall short, where lowprec's rules match all."""
+    def on(gpu, inputs, out="fp32"):
+        return next(c for c in cases if (c.gpu, c.inputs, c.output) == (gpu, inputs, out))
+
+    for inputs in ("fp8_e4m3", "fp8_e5m2"):
+        case = on("B200", inputs)
+        published = lp.vecdot(case.a, case.b, case.c, inputs=inputs,
+                              model=tensor_core(32, 2))
+        assert 0.5 < _matched(published, case.d) / case.d.size < 0.7
+    case = on("A100", "fp16")
+    three_bits = lp.vecdot(case.a, case.b, case.c, inputs="fp16", model=tensor_core(8, 3))
+    assert _matched(three_bits, case.d) < case.d.size
