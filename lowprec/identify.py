@@ -286,6 +286,13 @@ def identify_conversion(x: Any, codes: Any, fmt: FloatFormat | str) -> Identific
     if cv.size and (int(cv.min()) < 0 or int(cv.max()) >= 1 << f.width):
         raise ValueError(f"codes must lie in 0 .. {(1 << f.width) - 1} for {f.name}")
     xv, cv = xv.ravel(), cv.ravel().astype(np.int64)
+    nan_note = None
+    if f.nan == "none" and np.isnan(xv).any():  # fp4/fp6: no NaN code to emulate
+        nan_in = np.isnan(xv)
+        vals, counts = np.unique(cv[nan_in], return_counts=True)
+        nan_note = f"NaN inputs gave 0x{int(vals[np.argmax(counts)]):x}" + (
+            "" if vals.size == 1 else f" ({vals.size} different codes)")
+        xv, cv = xv[~nan_in], cv[~nan_in]
     tiny = np.finfo(xv.dtype).tiny
     flushed = np.where(np.abs(xv) < tiny, np.copysign(np.zeros_like(xv), xv), xv)
     measured_nan = np.isnan(decode(cv.astype(f.code_dtype), f)) if cv.size else cv.astype(bool)
@@ -293,10 +300,16 @@ def identify_conversion(x: Any, codes: Any, fmt: FloatFormat | str) -> Identific
     for mode, sat, sub_in, sub_out in itertools.product(_CONVERSION_MODES, (False, True),
                                                         ("kept", "flushed"), ("kept", "flushed")):
         src = xv if sub_in == "kept" else flushed
-        out = np.asarray(encode(src, f, mode, saturate=sat, subnormals=sub_out == "kept"),
-                         dtype=np.int64)
+        try:
+            out = np.asarray(encode(src, f, mode, saturate=sat, subnormals=sub_out == "kept"),
+                             dtype=np.int64)
+        except ValueError:
+            continue  # semantics lowprec refuses for these inputs (e.g. overflow in fp4)
         tried.append(({"mode": mode, "saturate": sat, "subnormal_inputs": sub_in,
                        "subnormal_outputs": sub_out}, out))
+
+    if not tried:
+        raise ValueError(f"no lowprec conversion semantics to {f.name} apply to these inputs")
 
     def same(out: np.ndarray) -> np.ndarray:
         nan = np.isnan(decode(out.astype(f.code_dtype), f)) if out.size else out.astype(bool)
@@ -307,7 +320,9 @@ def identify_conversion(x: Any, codes: Any, fmt: FloatFormat | str) -> Identific
                   lambda i, out: (f"x = {float(xv[i])!r}", f"0x{int(out[i]):0{digits}x}"),
                   lambda i: f"0x{int(cv[i]):0{digits}x}")
     nan_in = np.isnan(xv)
-    if nan_in.any():
+    if nan_note is not None:
+        ident.best["nan"] = nan_note
+    elif nan_in.any():
         ident.best["nan"] = ("NaN" if measured_nan[nan_in].all()
                              else f"not always NaN ({int((~measured_nan[nan_in]).sum())} cases)")
     return ident

@@ -15,6 +15,11 @@ same inputs, and the report counts where the codes differ:
   sqrt: all 2**16 inputs; and random samples against ``lowprec.arith`` itself;
 * GEMMs: which accumulation model reproduces each output bit for bit.
 
+Each part also says what the hardware *behaves like*, with the identification of
+:mod:`lowprec.identify` (re-exported here): a conversion's rounding mode,
+saturation and subnormal handling, and a GEMM's tensor-core architecture model
+("this GPU's FP8 MMA behaves like the h100 model on 16384/16384 outputs").
+
 Without ``--gpu`` (or without a GPU) only the emulator-side parts run: the
 step tables are built and checked against the emulator, and the emulator is
 compared with ml_dtypes -- what the GPU run would compare against.
@@ -44,10 +49,12 @@ from .gpu._catalog import (
     Conversion,
 )
 from .gpu._tables import StepTable, build_table, check_table
+from .identify import Identification, identify_conversion, identify_dot
 from .rounding import decode, encode, round_to
+from .tensorcores import ARCHITECTURES
 
-__all__ = ["Identification", "explain_code", "identify_conversion", "identify_dot", "run",
-           "ulp_distance", "write_report"]
+__all__ = ["Identification", "conversion_behaviour", "explain_code", "gemm_behaviour",
+           "identify_conversion", "identify_dot", "run", "ulp_distance", "write_report"]
 
 Log = Callable[[str], None]
 
@@ -238,9 +245,28 @@ def _sample_compare(conv: Conversion, n: int, rng: np.random.Generator) -> dict:
     first = [f"x={float(v)!r}: GPU {explain_code(g, fmt)}; emulator {explain_code(w, fmt)}"
              for v, g, w in zip(x[bad][:5], got[bad][:5], want[bad][:5])]
     return {"name": conv.name, "cuda": conv.cuda, "inputs": int(x.size),
-            "mismatches": int(bad.sum()),
+            "mismatches": int(bad.sum()), "behaves_like": conversion_behaviour(x, got, fmt),
             "nan_bit_differences": int(((got != want) & both_nan).sum()),
             "ulp_histogram": _histogram(got[bad], want[bad], fmt), "first": first}
+
+
+def conversion_behaviour(x: np.ndarray, got: np.ndarray, fmt: FloatFormat) -> str:
+    """'rne, saturate=False, ... on N/N inputs': the lowprec semantics of a GPU
+    conversion's codes ``got`` for inputs ``x`` (:func:`identify_conversion`)."""
+    ident = identify_conversion(x, got.astype(np.int64), fmt)
+    sem = ", ".join(f"{k}={v}" for k, v in ident.best.items())
+    return f"{sem} on {round(ident.explained * ident.n)}/{ident.n} inputs"
+
+
+def gemm_behaviour(match: dict[str, int], outputs: int) -> str:
+    """'the h100 model on N/N outputs': the architecture model of lowprec.matmul that
+    reproduces most of a GPU GEMM's outputs (``match``: model key -> outputs matched)."""
+    arch = {k.split(":", 1)[1]: v for k, v in match.items()
+            if k.startswith("lowprec.matmul:") and k.split(":", 1)[1] in ARCHITECTURES}
+    if not arch:
+        return "no architecture model ran"
+    best = max(arch, key=lambda k: arch[k])
+    return f"the {best} model on {arch[best]}/{outputs} outputs"
 
 
 def _back_compare() -> list[dict]:
@@ -466,7 +492,8 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
                    "best_model": best, "best_matches": match[best],
                    "matches_exact_then_round_once": match.get(f"chunk{k}_p24_rne"),
                    "models_matching_every_output": [k for k, v in match.items() if v == m * n][:6],
-                   "all_models": dict(sorted(match.items(), key=lambda kv: -kv[1])[:8])}
+                   "all_models": dict(sorted(match.items(), key=lambda kv: -kv[1])[:8]),
+                   "behaves_like": gemm_behaviour(match, m * n)}
             if exact is not None:
                 d = np.abs(got.astype(np.float64) - exact.astype(np.float64))
                 row["max_abs_diff_vs_exact"] = float(d.max())
@@ -563,13 +590,14 @@ def to_markdown(report: dict) -> str:
          ["name", "cuda", "inputs", "mismatches_not_nan_bits", "nan_bit_differences", "gpu_larger",
           "recorded_confirmed_by_emulator", "ulp_histogram_of_recorded", "seconds"]),
         ("conversion_samples", "Conversions on samples (elementwise kernels)",
-         ["name", "cuda", "inputs", "mismatches", "nan_bit_differences", "ulp_histogram"]),
+         ["name", "cuda", "inputs", "mismatches", "nan_bit_differences", "ulp_histogram",
+          "behaves_like"]),
         ("back_conversions", "Codes to a wider format (every code)",
          ["name", "cuda", "codes", "mismatches", "nan_codes_not_nan_on_gpu"]),
         ("gemm", "GEMM accumulation models (outputs matched bit for bit)",
          ["format", "shape", "kernel", "outputs", "best_model", "best_matches",
           "matches_exact_then_round_once", "models_matching_every_output",
-          "max_abs_diff_vs_exact", "error"]),
+          "max_abs_diff_vs_exact", "behaves_like", "error"]),
     ):
         if key in report:
             L += ["", f"## {title}", ""] + _md_table(report[key], cols)
@@ -605,6 +633,3 @@ def write_report(report: dict, out_dir: Path | str, stem: str = "validation") ->
     m.write_text(to_markdown(report))
     return j, m
 
-
-# Naming the semantics of hardware from its outputs (lowprec.identify), here too.
-from .identify import Identification, identify_conversion, identify_dot  # noqa: E402

@@ -282,3 +282,17 @@ def test_published_configurations_that_the_data_rule_out(cases):
     case = on("A100", "fp16")
     three_bits = lp.vecdot(case.a, case.b, case.c, inputs="fp16", model=tensor_core(8, 3))
     assert _matched(three_bits, case.d) < case.d.size
+
+
+def test_validate_reports_what_the_hardware_behaves_like():
+    """The summaries `lowprec validate --gpu` writes, fed with emulated 'GPU' outputs."""
+    from lowprec.validate import conversion_behaviour, gemm_behaviour
+
+    x = conversion_probe("fp8_e5m2")
+    got = lp.encode(x, "fp8_e5m2", "rtz", saturate=True)
+    text = conversion_behaviour(x, got, lp.get_format("fp8_e5m2"))
+    assert text.startswith("mode=rtz, saturate=True") and f"on {x.size}/{x.size} inputs" in text
+    match = {"chunk32_p24_rne": 90, "lowprec.matmul:h100": 100, "lowprec.matmul:ada": 97,
+             "lowprec.matmul:exact": 60}
+    assert gemm_behaviour(match, 100) == "the h100 model on 100/100 outputs"
+    assert gemm_behaviour({"chunk32_p24_rne": 3}, 4) == "no architecture model ran"
