@@ -51,9 +51,9 @@ def read_array(path: str | Path, key: str | None = None) -> np.ndarray:
     hexadecimal float32 bit patterns, or lines of 32 ``0``/``1`` characters (float32
     bits). Text files give float64 values, one row per line (a column for bit lines).
 
-    >>> import tempfile, os, numpy as np
-    >>> p = os.path.join(tempfile.mkdtemp(), "c.txt")
-    >>> _ = open(p, "w").write("00111111100000000000000000000000\\n")
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.txt"
+    >>> _ = p.write_text("00111111100000000000000000000000\\n3f800000 40000000\\n"[:33])
     >>> read_array(p).tolist()
     [1.0]
     """

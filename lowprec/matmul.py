@@ -416,11 +416,13 @@ def vecdot(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
     longer than one instruction's k chains instructions.
 
     >>> import numpy as np, lowprec as lp
-    >>> a = np.array([[1.0, 2.0**-24, 2.0**-24, 2.0**-24]])
-    >>> float(lp.vecdot(a, np.ones(4), inputs="tf32", model="a100")[0])  # truncated
+    >>> a = np.array([[1.0, 2.0**-12, 2.0**-12, 2.0**-12]])   # products 1, 3 x 2**-24
+    >>> float(lp.vecdot(a, a, inputs="fp16", model="v100")[0])   # truncated away
     1.0
-    >>> float(lp.vecdot(a, np.ones(4), inputs="tf32", model="exact")[0])
+    >>> float(lp.vecdot(a, a, inputs="fp16", model="a100")[0])   # one extra bit
     1.0000001192092896
+    >>> float(lp.vecdot(a, a, inputs="fp16", model="exact")[0])
+    1.000000238418579
     """
     mdl = get_model(model)
     fin, facc, fout, mode = _formats(inputs, accumulate, output, mode)

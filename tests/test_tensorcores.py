@@ -296,3 +296,12 @@ def test_validate_reports_what_the_hardware_behaves_like():
              "lowprec.matmul:exact": 60}
     assert gemm_behaviour(match, 100) == "the h100 model on 100/100 outputs"
     assert gemm_behaviour({"chunk32_p24_rne": 3}, 4) == "no architecture model ran"
+
+
+@pytest.mark.parametrize("name", ["lowprec.tensorcores", "lowprec.identify", "lowprec.matmul"])
+def test_docstring_examples(name):
+    import doctest
+    import sys
+
+    result = doctest.testmod(sys.modules[name], optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
