@@ -42,9 +42,14 @@ def main() -> None:
         a = lp.round_to(rng.standard_normal((5000, 32)), inputs)
         b = lp.round_to(rng.standard_normal((5000, 32)), inputs)
         c = lp.round_to(rng.standard_normal(5000), "fp32")
-        wall, cpu = _best(lambda: lp.vecdot(a, b, c, inputs=inputs, model=model), args.repeat)
-        ref, _ = _best(lambda: np.vecdot(a.astype(np.float32), b.astype(np.float32)),
-                       args.repeat)
+        def run(a=a, b=b, c=c, inputs=inputs, model=model):
+            return lp.vecdot(a, b, c, inputs=inputs, model=model)
+
+        def numpy_ref(a=a, b=b):
+            return np.vecdot(a.astype(np.float32), b.astype(np.float32))
+
+        wall, cpu = _best(run, args.repeat)
+        ref, _ = _best(numpy_ref, args.repeat)
         print(f"  {model:>5} {inputs:>9}: {wall:.3f} s wall, {cpu:.3f} s CPU "
               f"({wall / ref:.0f}x numpy float32 vecdot)")
     A = lp.round_to(rng.standard_normal((256, 4096)), "fp8_e4m3")
@@ -52,7 +57,8 @@ def main() -> None:
     ref, _ = _best(lambda: A.astype(np.float32) @ B.astype(np.float32), args.repeat)
     print("256 x 256 x 4096 FP8 E4M3 matmul")
     for model in ("h100", "deepseek_v3"):
-        wall, cpu = _best(lambda: lp.matmul(A, B, inputs="fp8_e4m3", model=model), args.repeat)
+        wall, cpu = _best(lambda m=model: lp.matmul(A, B, inputs="fp8_e4m3", model=m),
+                          args.repeat)
         print(f"  {model:>11}: {wall:.2f} s wall, {cpu:.2f} s CPU ({wall / ref:.0f}x numpy "
               "float32 matmul)")
 
