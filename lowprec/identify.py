@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .formats import FloatFormat, get_format
-from .matmul import ARCHITECTURES, tensor_core, vecdot
+from .matmul import ARCHITECTURES, _exact_codes, tensor_core, vecdot
 from .rounding import decode, encode
 
 __all__ = [
@@ -371,6 +371,8 @@ def identify_dot(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
     if dv.shape != (av.shape[0],):
         raise ValueError(f"d must hold one value per row of a ({av.shape[0]}), got shape "
                          f"{np.shape(d)}")
+    _exact_codes(av, fin, "a")  # a ValueError naming the first value not of `inputs`
+    _exact_codes(bv, fin, "b")
     cv = None if c is None else np.asarray(c, dtype=np.float64).ravel()
     if cv is not None and cv.shape != dv.shape:
         raise ValueError(f"c must hold one value per row of a ({av.shape[0]}), got shape "

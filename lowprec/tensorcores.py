@@ -21,7 +21,7 @@ K-loop of MMAs does. Blackwell's FP8 unit differs in one point the published
 configuration misses: it normalises the products' sum (truncating into FP32)
 *before* C takes part, then adds C with an ordinary round-to-nearest FP32 addition
 (``c_late=True``). That rule reproduces all 10,000 measured B200 FP8 cases; the
-published rule (C aligned with the products, truncated) reproduces 64%.
+published rule (C aligned with the products, truncated) reproduces 64-65%.
 
 ``ARCHITECTURES`` holds the table; :func:`get_architecture` accepts chip names
 (``h200`` is Hopper; ``l40s``, ``l4``, ``rtx4090`` are Ada; ``a2``, ``a10``,

@@ -265,6 +265,11 @@ def test_cli_identify_bad_input(tmp_path, capsys):
     rc = main(["validate", "identify", "dot", "--a", str(tmp_path / "a.npy"), "--b",
                str(tmp_path / "a.npy"), "--d", str(tmp_path / "d.npy"), "--inputs", "fp16"])
     assert rc == 2 and "d must hold one value per row" in capsys.readouterr().err
+    np.save(tmp_path / "b.npy", np.full((3, 4), 0.1))
+    np.save(tmp_path / "d.npy", np.ones(3))
+    rc = main(["validate", "identify", "dot", "--a", str(tmp_path / "a.npy"), "--b",
+               str(tmp_path / "b.npy"), "--d", str(tmp_path / "d.npy"), "--inputs", "fp16"])
+    assert rc == 2 and "b[0, 0] = 0.1 is not a value of inputs='fp16'" in capsys.readouterr().err
 
 
 def test_published_configurations_that_the_data_rule_out(cases):
