@@ -17,24 +17,19 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from . import _engine
+from ._kernels import engine, params, sr
+from ._runtime import _get_rng
 from .formats import FloatFormat, get_format
-from .rounding import _MODE_INT, _get_rng, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = ["Explanation", "RangeStats", "explain", "range_stats"]
 
-_FLAG_NAMES = (
-    (_engine.FLAG_INEXACT, "inexact"),
-    (_engine.FLAG_UNDERFLOW, "underflow"),
-    (_engine.FLAG_OVERFLOW, "overflow"),
-    (_engine.FLAG_INVALID, "invalid"),
-)
 
 
 @dataclass(frozen=True)
@@ -108,10 +103,13 @@ class Explanation:
                 add("  error        overflow: beyond the largest finite value "
                     f"{_show(f.max)}")
         else:
-            add(f"  error        {float(self.abs_error):+.8g} absolute, "
-                + (f"{float(self.rel_error):+.8g} relative, " if self.rel_error is not None
-                   else "")
-                + f"{float(self.ulp_error):+.4g} ulp (ulp = {_show(float(self.ulp))})")
+            ulp, ulp_error = self.ulp, self.ulp_error  # set whenever abs_error is
+            assert ulp is not None and ulp_error is not None
+            add(f"  error        {_approx(self.abs_error, '+.8g')} absolute, "
+                + (f"{_approx(self.rel_error, '+.8g')} relative, "
+                   if self.rel_error is not None else "")
+                + f"{_approx(ulp_error, '+.4g')} ulp "
+                f"(ulp = {_show(float(ulp) if _in_float_range(ulp) else ulp)})")
         add(f"  flags        {', '.join(self.flags) if self.flags else 'none'}")
         return "\n".join(lines)
 
@@ -120,8 +118,24 @@ def _show(v: Any) -> str:
     if v is None:
         return "(none)"
     if isinstance(v, Fraction):
+        if not _in_float_range(v):
+            return _approx(v, ".17g")
         v = float(v) if v.denominator != 1 or abs(v) < 2**53 else v
     return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def _in_float_range(v: Fraction) -> bool:
+    """Whether float(v) keeps v's magnitude: zero, or a normal float64's range."""
+    return v == 0 or Fraction(2) ** -1022 <= abs(v) < Fraction(2) ** 1024
+
+
+def _approx(v: Fraction, spec: str) -> str:
+    """``format(float(v), spec)``, also for ``v`` beyond float64's range (1e400, 1e-400)."""
+    if _in_float_range(v):
+        return format(float(v), spec)
+    with localcontext() as ctx:
+        ctx.prec = 20
+        return format((Decimal(v.numerator) / Decimal(v.denominator)).normalize(), spec)
 
 
 def _exact_decimal(v: Fraction | float) -> str:
@@ -130,9 +144,12 @@ def _exact_decimal(v: Fraction | float) -> str:
         if not math.isfinite(v) or v == 0:
             return repr(v)
         v = Fraction(v)
+    if not _in_float_range(v):  # 1e400, 1e-400: hundreds of digits say little
+        return f"{_approx(v, '.17g')} (exactly: {len(str(v.numerator))}-digit numerator, " \
+            f"{len(str(v.denominator))}-digit denominator)"
     den = v.denominator
     if den & (den - 1):  # not a power of two: decimals would not end
-        return f"{v.numerator}/{den} = {float(v)!r}..."
+        return f"{v.numerator}/{den} = {_show(v)}..."
     k = den.bit_length() - 1
     digits = abs(v.numerator) * 5**k
     s = str(digits).rjust(k + 1, "0")
@@ -140,15 +157,43 @@ def _exact_decimal(v: Fraction | float) -> str:
     return ("-" if v < 0 else "") + text
 
 
+#: Decimal exponents beyond this are refused: every format lowprec knows overflows above
+#: 3.5e38 and rounds to zero below 1.5e-45, and exact arithmetic on 10**(10**9) would hang.
+MAX_DECIMAL_EXPONENT = 1000
+
+
+def _exact_text(value: str) -> Fraction | float:
+    """The exact value written in ``value``: ``0.1``, ``-3e-5``, ``1/3``, ``inf``, ``nan``."""
+    text = value.strip()
+    accepted = "decimals (0.1, -3e-5), fractions (1/3), inf or nan"
+    if len(text) > 1000:
+        raise ValueError(f"the number {text[:20]}... has {len(text)} characters; explain "
+                         f"takes at most 1000 ({accepted})")
+    try:  # Decimal reads the exponent without expanding 10**exponent
+        exponent = Decimal(text).adjusted() if Decimal(text).is_finite() else 0
+    except ArithmeticError:  # not a decimal: "1/3", "abc"
+        exponent = 0
+    if abs(exponent) > MAX_DECIMAL_EXPONENT:
+        raise ValueError(f"{text!r} is too far out of range: explain takes decimal exponents "
+                         f"from -{MAX_DECIMAL_EXPONENT} to {MAX_DECIMAL_EXPONENT} (every format "
+                         "overflows above 3.5e38 and rounds to zero below 1.5e-45)")
+    try:
+        return Fraction(text)  # exact, beyond float64's range too: 1e400 is 10**400
+    except ZeroDivisionError:
+        raise ValueError(f"{text!r} divides by zero; give a number ({accepted})") from None
+    except ValueError:
+        pass
+    try:
+        f = float(text)  # "inf", "-infinity", "nan"
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number; explain takes {accepted}") from None
+    return f if not math.isfinite(f) else Fraction(f)
+
+
 def _exact(value: Any) -> Fraction | float:
     """The exact value of a scalar input: a Fraction, or nan/±inf as a float."""
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            return Fraction(text)
-        except ValueError:
-            f = float(text)  # "inf", "nan", "1e999" ...; raises ValueError otherwise
-            return f if not math.isfinite(f) else Fraction(f)
+        return _exact_text(value)
     if isinstance(value, (bool, np.bool_)):
         return Fraction(int(value))
     if isinstance(value, (Fraction, numbers.Integral, np.integer)):
@@ -178,8 +223,8 @@ def _round_exact(x: Fraction, fmt: FloatFormat, mode: int, saturate: bool,
         sig, rem = divmod(p << -lsb, q)
     else:
         sig, rem = divmod(p, q << lsb)
-    code, flags, status = _engine.round_pack(
-        _engine.format_params(fmt), x < 0, np.int64(sig), lsb, rem != 0, mode, saturate,
+    code, flags, status = engine.round_pack(
+        params.format_params(fmt), x < 0, np.int64(sig), lsb, rem != 0, mode, saturate,
         False, np.uint64(word))
     if status:
         raise ValueError(f"{float(x)!r} is negative, but {fmt.name} is unsigned and has no NaN")
@@ -243,13 +288,13 @@ def explain(
     word = 0
     if mode == "stochastic":
         seed = _get_rng(rng).bit_generator.random_raw(1)[0]
-        word = int(_engine.sr_word(np.uint64(seed), 0))
+        word = int(sr.sr_word(np.uint64(seed), 0))
     if isinstance(x, float) or x == 0:  # nan, ±inf, ±0: the float path of encode
         c, f = encode(np.float64(x), fmt, mode, saturate=saturate, flags=True,
                       rng=rng if mode == "stochastic" else None)
         code, flags = int(c), int(f)
     else:
-        code, flags = _round_exact(x, fmt, _MODE_INT[mode], saturate, word)
+        code, flags = _round_exact(x, fmt, params.MODE_INT[mode], saturate, word)
     result = float(decode(code, fmt))
 
     m = fmt.mantissa_bits
@@ -268,7 +313,7 @@ def explain(
         kind, exponent = "normal", e_field - fmt.bias
 
     abs_err = rel_err = ulp = ulp_err = None
-    if math.isfinite(x) and math.isfinite(result):
+    if (isinstance(x, Fraction) or math.isfinite(x)) and math.isfinite(result):
         x = Fraction(x)
         abs_err = Fraction(result) - x
         rel_err = abs_err / x if x != 0 else None
@@ -285,7 +330,7 @@ def explain(
         exponent_field=e_field, mantissa_field=m_field, exponent=exponent, kind=kind,
         next_down=_neighbour(fmt, code, up=False), next_up=_neighbour(fmt, code, up=True),
         abs_error=abs_err, rel_error=rel_err, ulp=ulp, ulp_error=ulp_err,
-        flags=tuple(name for bit, name in _FLAG_NAMES if flags & bit),
+        flags=tuple(name for bit, name, _ in params.FLAG_TABLE if flags & bit),
     )
 
 
@@ -392,14 +437,14 @@ def range_stats(
             part = np.where(nan, 0, part)  # encode refuses NaN here; counted above
         codes, flags = encode(part, fmt, mode, saturate=saturate, flags=True, rng=gen)
         finite = ~(nan | inf)
-        inexact = finite & ((flags & _engine.FLAG_INEXACT) != 0)
+        inexact = finite & ((flags & params.FLAG_INEXACT) != 0)
         mag = codes & codes.dtype.type(mag_mask)
         counts["nan_in"] += n_nan
         counts["inf_in"] += int(np.count_nonzero(inf))
         counts["inexact"] += int(np.count_nonzero(inexact))
         counts["exact"] += int(np.count_nonzero(finite)) - int(np.count_nonzero(inexact))
         counts["overflow"] += int(np.count_nonzero(
-            finite & ((flags & _engine.FLAG_OVERFLOW) != 0)))
+            finite & ((flags & params.FLAG_OVERFLOW) != 0)))
         if fmt.has_zero:
             zero = mag == 0
             if fmt.nan == "negzero":

@@ -31,7 +31,7 @@ core the hardware's own rounding applies. Stochastic rounding is not supported
 here (it would need one random word per step).
 
 The kernels are compiled loops over output elements and k
-(``lowprec/_matmul_kernels.py``), shared among threads. Inputs with NaN or inf
+(``lowprec/_kernels/matmul.py``), shared among threads. Inputs with NaN or inf
 follow IEEE rules (NaN if any product is NaN or inf*0 or infinities of both
 signs meet).
 """
@@ -46,10 +46,12 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
-from . import _matmul_kernels as K
+from ._kernels import matmul as K
+from ._kernels import params
+from ._names import did_you_mean
+from ._runtime import _threads
 from .formats import FloatFormat, custom_format, get_format
-from .rounding import _MODE_INT, _threads, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 from .tensorcores import (
     ARCHITECTURES,
     AccumulationModel,
@@ -211,9 +213,10 @@ def get_model(model: ModelLike) -> AccumulationModel:
             return _MODELS[_DEPRECATED[key]]
         if key in chip_names():
             return get_architecture(key)
-    known = ", ".join([*_MODELS, *[c for c in chip_names() if c not in _MODELS]])
-    raise ValueError(f"unknown accumulation model {model!r}; known: {known} (or build one: "
-                     "blocked(k), tensor_core(block, align_bits), promote(n))")
+    names = [*_MODELS, *[c for c in chip_names() if c not in _MODELS]]
+    hint = did_you_mean(model, names) if isinstance(model, str) else ""
+    raise ValueError(f"unknown accumulation model {model!r}{hint}; known: {', '.join(names)} "
+                     "(or build one: blocked(k), tensor_core(block, align_bits), promote(n))")
 
 
 # ------------------------------------------------------------------- helpers
@@ -269,8 +272,8 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
     (or None for zero)."""
     n_out, k_len = len(ia), ca.shape[1]
     out = np.empty(n_out, dtype=np.int64)
-    Pi, Pa, Po = (_engine.format_params(f) for f in (fin, facc, fout))
-    m = _MODE_INT[mode]
+    Pi, Pa, Po = (params.format_params(f) for f in (fin, facc, fout))
+    m = params.MODE_INT[mode]
 
     def c_codes(fmt: FloatFormat) -> np.ndarray:
         if c is None:
@@ -317,9 +320,9 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
             fhw = _narrow(get_format("fp32"), tc.acc_mantissa_bits)
         else:
             fhw = _narrow(mma, tc.acc_mantissa_bits)
-        Pc, Ph = _engine.format_params(mma), _engine.format_params(fhw)
+        Pc, Ph = params.format_params(mma), params.format_params(fhw)
         cc = c_codes(facc if every else mma)
-        hw = _MODE_INT[check_mode(tc.hw_mode)]
+        hw = params.MODE_INT[check_mode(tc.hw_mode)]
         _run_rows(lambda n0, n1: K.tensor_core_kernel(
             Pi, Pc, Ph, Pa, Po, ca, cb, asig, aexp, bsig, bexp, ia, ib, cc, special, m, n0, n1,
             out, tc.block, tc.frac_bits, hw, tc.c_late, every, _zero(mma)), n_out)

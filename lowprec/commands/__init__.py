@@ -1,1 +1,1 @@
-"""Sub-commands of the ``lowprec`` command line, one module each (``register`` + ``run``)."""
+"""The sub-commands of the ``lowprec`` command line, one module each (see ``lowprec.cli``)."""

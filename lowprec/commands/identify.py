@@ -1,7 +1,7 @@
 """``lowprec validate identify conversion|dot``: name the semantics behind measured outputs.
 
-Registered under ``lowprec validate``: ``register(sub)`` takes the validate
-parser's sub-parsers. Inputs are ``.npy``, ``.npz`` or the text layout of
+A sub-action of ``lowprec validate`` (``lowprec.commands.validate`` calls
+``register(sub)`` with the validate parser's sub-parsers). Inputs are ``.npy``, ``.npz`` or the text layout of
 ``../shared/tensorcores`` (hexadecimal float32 rows; 32-character bit lines).
 """
 
@@ -11,6 +11,8 @@ import argparse
 
 import numpy as np
 
+from ._common import HelpFormatter
+
 EPILOG = """examples:
   lowprec validate identify conversion --inputs x.npy --codes codes.npy --format fp8_e4m3
   lowprec validate identify dot --a a_H100_fp16.txt.gz --b b_H100_fp16.txt.gz \\
@@ -19,17 +21,13 @@ EPILOG = """examples:
 """
 
 
-class _Formatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults shown, examples kept as written."""
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``identify`` (with ``conversion`` and ``dot``) to ``validate``'s sub-parsers."""
-    fmt = _Formatter
+    fmt = HelpFormatter
     p = sub.add_parser("identify", help="which semantics reproduce measured outputs",
                        description="Name the semantics of someone's hardware from its outputs: "
                        "the rounding of a conversion, or the tensor-core model of dot products.",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG, formatter_class=fmt)
     isub = p.add_subparsers(dest="identify_what", metavar="WHAT", required=True)
     c = isub.add_parser("conversion", help="float -> format conversions",
                         description="Which rounding mode, saturation and subnormal handling "

@@ -4,7 +4,7 @@ Every kernel takes the codes of A (M x K, input format ``Pi``) and of B
 transposed (N x K), computes rows ``i0 .. i1`` of the output, and ends each
 element by converting its accumulator into the output format ``Po`` with
 ``round_pack``. All arithmetic is exact integer arithmetic plus the one
-rounding engine, like ``lowprec._arith``.
+rounding engine, like ``lowprec._kernels.arith``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._arith import (
+from .arith import (
     FINITE,
     INF,
     QNAN,
@@ -27,7 +27,8 @@ from ._arith import (
     unpack,
     zero_result,
 )
-from ._engine import FLAG_OVERFLOW, P_EMIN, P_M, RDOWN, RNE, convert_one, decode_one
+from .engine import convert_one, decode_one
+from .params import FLAG_OVERFLOW, RDOWN, RNE
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
@@ -74,7 +75,7 @@ def product_specials(Pi, a, b, k0, k1, i, j):
 @_jit
 def sequential_kernel(Pi, Pa, Po, a, b, ia, ib, cc, mode, n0, n1, out):
     """acc = fma(a[i,k], b[k,j], acc) for k in order from acc = C, rounded to Pa each step."""
-    pin = Pi[P_M] + 1
+    pin = Pi.m + 1
     K = a.shape[1]
     for n in range(n0, n1):
         i, j = ia[n], ib[n]
@@ -91,7 +92,7 @@ def sequential_kernel(Pi, Pa, Po, a, b, ia, ib, cc, mode, n0, n1, out):
 
 @_jit
 def _sequential_range(Pi, Pa, a, b, i, j, k0, k1, acc, mode):
-    pin = Pi[P_M] + 1
+    pin = Pi.m + 1
     for k in range(k0, k1):
         ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
         kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
@@ -130,7 +131,7 @@ def pairwise_kernel(Pi, Pa, Po, a, b, ia, ib, mode, n0, n1, out, zero_code):
             kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
             # a*b + (+0): the product rounded once to Pa.
             buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
-                                          np.int64(0), 0, Pi[P_M] + 1, mode, False, False,
+                                          np.int64(0), 0, Pi.m + 1, mode, False, False,
                                           _U0), mode, False, False, _U0)[0]
         cnt = K
         if cnt == 0:
@@ -276,10 +277,10 @@ def hw_block(Pi, Pc, Ph, asig, aexp, bsig, bexp, i, j, k0, k1, acc, frac_bits, h
     """
     kc, nc, sc, ec = unpack(Pc, acc)
     c_in = kc == FINITE and not c_late
-    m, emin = Pi[P_M], Pi[P_EMIN]
+    m, emin = Pi.m, Pi.emin
     emax = _NO_TERM
     if c_in:
-        emax = max(ec + Pc[P_M], Pc[P_EMIN])
+        emax = max(ec + Pc.m, Pc.emin)
     for k in range(k0, k1):
         if asig[i, k] * bsig[j, k] != 0:
             e = max(aexp[i, k] + m, emin) + max(bexp[j, k] + m, emin)
