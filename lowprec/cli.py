@@ -26,6 +26,7 @@ from .commands import (
     explain,
     figures,
     info,
+    inspect,
     memory,
     train,
     tutorials,
@@ -44,7 +45,8 @@ from .commands._compiling import compile_notice
 __all__ = ["build_parser", "main"]
 
 #: The sub-commands, in the order ``lowprec --help`` lists them.
-COMMANDS = [info, explain, demo, train, memory, cost, figures, validate, tutorials, warmup]
+COMMANDS = [info, explain, demo, train, memory, cost, inspect, figures, validate, tutorials,
+            warmup]
 
 EXAMPLES = """\
 examples:

@@ -37,6 +37,7 @@ from ._style import (
     region_edges,
 )
 from .formats import format_comparison, number_line, spacing, ulp_steps
+from .inspect import inspect_heatmap, inspect_histograms
 from .rounding import relative_error, running_sum, stochastic_rounding
 from .scaling import accumulation_error, outlier_scaling, scheme_errors
 from .training import (
@@ -50,6 +51,8 @@ from .training import (
 from .underflow import gradient_samples, rounding_edges, underflow_histogram, underflow_shares
 
 __all__ = [
+    "inspect_heatmap",
+    "inspect_histograms",
     "OKABE_ITO",
     "REGION_COLORS",
     "REGION_LABELS",
