@@ -26,7 +26,7 @@ from . import quant_error as qe
 from . import train
 from ._names import did_you_mean
 from ._outdir import prepare_out_dir
-from .matmul import promote, vecdot
+from .matmul import ModelLike, promote, vecdot
 
 __all__ = ["FIGURES", "demo_figures", "generate", "main"]
 
@@ -324,7 +324,8 @@ def accumulation() -> Figure:
     from .rounding import round_to
 
     ks = 2 ** np.arange(5, 15)
-    models = {  # label -> (inputs, model); A100/Ada and H100/B200 share their fp16 rule
+    # label -> (inputs, model); A100/Ada and H100/B200 share their fp16 rule
+    models: dict[str, tuple[str, ModelLike]] = {
         "V100, fp16 inputs": ("fp16", "v100"),
         "A100 / Ada, fp16": ("fp16", "a100"),
         "H100 / B200, fp16": ("fp16", "h100"),

@@ -79,6 +79,16 @@ CASES = [
     # validate
     (["validate", "--out", "{full}"], USAGE, "is not empty; pass --force"),
     (["validate", "--quick", "--out", "{file}"], USAGE, "is a file"),
+    (["validate", "identify"], USAGE, "required: WHAT"),
+    (["validate", "identfy"], USAGE, "did you mean identify?"),
+    (["validate", "identify", "dot", "--a", "{new}", "--b", "{new}", "--d", "{new}",
+      "--inputs", "fp16"], USAGE, "no such file"),
+    (["validate", "identify", "dot", "--a", "{file}", "--b", "{file}", "--d", "{file}",
+      "--inputs", "fp16"], USAGE, "expected a .npy, .npz, .txt or .txt.gz file"),
+    (["validate", "identify", "dot", "--a", "{file}", "--b", "{file}", "--d", "{file}",
+      "--inputs", "fp16", "--output", "bf16"], USAGE, "did you mean fp16?"),
+    (["validate", "identify", "conversion", "--inputs", "{file}", "--codes", "{file}"],
+     USAGE, "required: --format"),
     # tutorials
     (["tutorials", "lst"], USAGE, "did you mean list?"),
     (["tutorials", "student"], USAGE, "give the folder"),

@@ -106,7 +106,7 @@ def test_documented_import_paths():
     from lowprec.autograd import Tensor  # noqa: F401
     from lowprec.formats import get_format  # noqa: F401
     from lowprec.matmul import promote, tensor_core, vecdot  # noqa: F401
-    from lowprec.validate import identify_conversion, identify_dot  # noqa: F401
     from lowprec.mx import quantize  # noqa: F401
     from lowprec.rounding import round_to  # noqa: F401
     from lowprec.train import train  # noqa: F401
+    from lowprec.validate import identify_conversion, identify_dot  # noqa: F401

@@ -1,13 +1,15 @@
 """``lowprec validate identify conversion|dot``: name the semantics behind measured outputs.
 
-A sub-action of ``lowprec validate`` (``lowprec.commands.validate`` calls
-``register(sub)`` with the validate parser's sub-parsers). Inputs are ``.npy``, ``.npz`` or the text layout of
-``../shared/tensorcores`` (hexadecimal float32 rows; 32-character bit lines).
+A sub-action of ``lowprec validate``: ``lowprec.commands.validate`` calls
+``register(sub)`` with the validate parser's sub-parsers. Inputs are ``.npy``,
+``.npz`` or the text layout of ``../shared/tensorcores`` (hexadecimal float32
+rows; 32-character bit lines).
 """
 
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 import numpy as np
 
@@ -21,17 +23,22 @@ EPILOG = """examples:
 """
 
 
+def _wrap(text: str) -> str:
+    return "\n".join(textwrap.wrap(text, 88))
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add ``identify`` (with ``conversion`` and ``dot``) to ``validate``'s sub-parsers."""
     fmt = HelpFormatter
     p = sub.add_parser("identify", help="which semantics reproduce measured outputs",
-                       description="Name the semantics of someone's hardware from its outputs: "
-                       "the rounding of a conversion, or the tensor-core model of dot products.",
+                       description=_wrap("Name the semantics of someone's hardware from its "
+                       "outputs: the rounding of a conversion, or the tensor-core model of dot "
+                       "products."),
                        epilog=EPILOG, formatter_class=fmt)
     isub = p.add_subparsers(dest="identify_what", metavar="WHAT", required=True)
     c = isub.add_parser("conversion", help="float -> format conversions",
-                        description="Which rounding mode, saturation and subnormal handling "
-                        "reproduce CODES = hardware(INPUTS).", formatter_class=fmt,
+                        description=_wrap("Which rounding mode, saturation and subnormal "
+                        "handling reproduce CODES = hardware(INPUTS)."), formatter_class=fmt,
                         epilog=EPILOG)
     c.add_argument("--inputs", required=True, metavar="X",
                    help="float32/float64 inputs (.npy, .npz or text)")
@@ -39,8 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--format", required=True, metavar="F", help="the target format (fp8_e4m3, ...)")
     c.set_defaults(func=run)
     d = isub.add_parser("dot", help="tensor-core dot products D = A·B + C",
-                        description="Which GPU architecture model (or tensor_core parameters) "
-                        "reproduces the measured D, one dot product per row of A and B.",
+                        description=_wrap("Which GPU architecture model (or tensor_core "
+                        "parameters) reproduces the measured D, one dot product per row of A "
+                        "and B."),
                         formatter_class=fmt, epilog=EPILOG)
     d.add_argument("--a", required=True, help="(N, K) values of --inputs")
     d.add_argument("--b", required=True, help="(N, K) values of --inputs")
