@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 
+from .commands import explore
 from .explain import explain
 from .formats import FloatFormat, get_format, list_formats, reference_dtype
 from .rounding import MODES, check_mode, decode
@@ -257,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="validation-report", metavar="DIR",
                    help="directory for validation.json and validation.md")
     p.set_defaults(func=cmd_validate)
+    explore.register(sub)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""The sub-commands of the ``lowprec`` command line, one module each (see ``lowprec.cli``)."""
