@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from .commands import explore
+from .commands import explore, grade
 from .explain import explain
 from .formats import FloatFormat, get_format, list_formats, reference_dtype
 from .rounding import MODES, check_mode, decode
@@ -259,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="directory for validation.json and validation.md")
     p.set_defaults(func=cmd_validate)
     explore.register(sub)
+    grade.register(sub)
     return parser
 
 
