@@ -17,7 +17,6 @@ import contextlib
 import io
 import json
 import math
-import os
 import resource
 import sys
 import traceback

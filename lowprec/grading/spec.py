@@ -26,8 +26,13 @@ import builtins
 import textwrap
 from dataclasses import dataclass
 
-from ..tutorials import SOLUTION_TAG, _assigned_names, _exercise_label, list_tutorials, \
-    parse_cells
+from ..tutorials import (
+    SOLUTION_TAG,
+    _assigned_names,
+    _exercise_label,
+    list_tutorials,
+    parse_cells,
+)
 
 __all__ = ["Check", "Exercise", "exercise_spec", "open_tutorial", "tutorial_path"]
 
