@@ -7,7 +7,7 @@ import sys
 
 import numpy as np
 
-from .commands import explore, grade
+from .commands import explore, grade, tutorials
 from .explain import explain
 from .formats import FloatFormat, get_format, list_formats, reference_dtype
 from .rounding import MODES, check_mode, decode
@@ -42,32 +42,6 @@ def cmd_info(args: argparse.Namespace) -> int:
     if not args.formats:
         print("\nNaN encodings: ieee = all-ones exponent; max = only S.11..1 (OCP 'fn'); "
               "negzero = the -0 code (fnuz); none = no NaN.")
-    return 0
-
-
-def cmd_tutorials(args: argparse.Namespace) -> int:
-    """List the tutorials, write student versions, or render notebooks."""
-    from . import tutorials
-
-    if args.action == "list":
-        for path in tutorials.list_tutorials(args.source):
-            print(path)
-        return 0
-    if args.dir is None:
-        print(f"lowprec tutorials {args.action}: give the folder to write into (DIR)",
-              file=sys.stderr)
-        return 2
-    try:
-        if args.action == "student":
-            written = tutorials.write_student_versions(args.dir, args.source, force=args.force)
-        else:
-            written = tutorials.render_notebooks(args.dir, args.source, student=args.student,
-                                                 execute=not args.no_execute, only=args.only)
-    except (FileExistsError, FileNotFoundError, ImportError) as exc:
-        print(f"lowprec: error: {exc}", file=sys.stderr)
-        return 1
-    for path in written:
-        print(f"wrote {path}")
     return 0
 
 
@@ -223,19 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("names", nargs="*", metavar="FIGURE", help="figures to draw (default: all)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
     p.set_defaults(func=cmd_figures)
-    p = sub.add_parser(
-        "tutorials", help="list tutorials, write the student version, render notebooks",
-        description="Teacher's tools. 'student DIR' writes the tutorials with every solution "
-                    "replaced by an exercise stub; 'render DIR' writes executed .ipynb "
-                    "notebooks (needs the 'tutorials' extra: jupytext, nbclient, ipykernel).")
-    p.add_argument("action", choices=["list", "student", "render"])
-    p.add_argument("dir", nargs="?", metavar="DIR", help="folder to write into")
-    p.add_argument("--source", metavar="SRC", help="tutorials folder (default: the checkout's)")
-    p.add_argument("--force", action="store_true", help="overwrite existing student files")
-    p.add_argument("--student", action="store_true", help="render: the student version")
-    p.add_argument("--no-execute", action="store_true", help="render: do not run the cells")
-    p.add_argument("--only", nargs="+", metavar="NN", help="render: only these tutorials (01 05)")
-    p.set_defaults(func=cmd_tutorials)
+    tutorials.register(sub)
     p = sub.add_parser(
         "explain", help="how a value rounds to a format: bits, neighbours, error",
         description="Round each VALUE to each format and explain the result. A VALUE is "

@@ -37,6 +37,7 @@ __all__ = [
     "EXERCISE_TAG",
     "SOLUTION_TAG",
     "Cell",
+    "assignment_text",
     "hardware_reports",
     "join_cells",
     "list_tutorials",
@@ -46,6 +47,7 @@ __all__ = [
     "show",
     "student_version",
     "tutorials_dir",
+    "write_assignments",
     "write_student_versions",
 ]
 
@@ -251,14 +253,23 @@ def student_version(text: str) -> str:
 
 # --------------------------------------------------------------- the files
 def tutorials_dir() -> Path:
-    """The ``tutorials/`` folder of the lowprec checkout this package was imported from."""
-    here = Path(__file__).resolve().parent.parent / "tutorials"
-    if not here.is_dir():
-        raise FileNotFoundError(
-            f"no tutorials folder at {here}: the tutorials ship with the source checkout "
-            "(git clone), not with an installed wheel; pass --source DIR to point at them"
-        )
-    return here
+    """Where the tutorials are.
+
+    From a checkout (``pip install -e .``, or ``PYTHONPATH``): its ``tutorials/`` folder, so
+    that edits to the tutorials are seen at once. From an installed wheel (``pip install
+    .``): the copy that ships inside the package, ``lowprec/tutorials_data/`` (see setup.py).
+    """
+    package = Path(__file__).resolve().parent
+    checkout = package.parent / "tutorials"
+    if (package.parent / "pyproject.toml").is_file() and checkout.is_dir():
+        return checkout
+    shipped = package / "tutorials_data"
+    if shipped.is_dir() and any(shipped.glob("[0-9][0-9]_*.py")):
+        return shipped
+    raise FileNotFoundError(
+        f"no tutorials found: neither a checkout's {checkout} nor the packaged {shipped}; "
+        "reinstall lowprec (pip install .) or pass --source DIR"
+    )
 
 
 def list_tutorials(source: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -299,6 +310,67 @@ def write_student_versions(
     return targets
 
 
+def assignment_text(text: str, tutorial: str, student: str, seed: int) -> tuple[str, str]:
+    """One student's handout of a teacher's tutorial: (text, description of the variant).
+
+    The variant (:mod:`lowprec.grading.variants`) is drawn from the student id and the
+    course seed; a cell before the exercises tells the student which numbers are theirs.
+    """
+    from .grading.variants import variant_text
+
+    variant = variant_text(text, tutorial, student, seed)
+    note = (f"Your exercises use your own numbers ({variant.description}); your classmates' "
+            "differ, so compare methods, not answers."
+            if variant.changes else "This tutorial's exercises are the same for everyone.")
+    cells = parse_cells(student_version(variant.text))
+    intro = Cell("markdown", "# %% [markdown]", [
+        f"# **Assignment for student `{student}`** (tutorial {tutorial}, course seed {seed}).",
+        f"# {note}", ""])
+    at = next((k for k, c in enumerate(cells)
+               if c.kind == "markdown" and any("## Exercises" in ln for ln in c.lines)),
+              len(cells))
+    cells.insert(at, intro)
+    return join_cells(cells), variant.description
+
+
+def write_assignments(
+    dest: str | os.PathLike[str],
+    students: list[str],
+    seed: int,
+    source: str | os.PathLike[str] | None = None,
+    *,
+    force: bool = False,
+    only: list[str] | None = None,
+) -> list[Path]:
+    """``dest/<student>/NN_name.py`` for every student and tutorial, each with its variant.
+
+    Refuses (``FileExistsError``, nothing written) if any target exists, unless ``force``.
+    """
+    dest = Path(dest)
+    sources = list_tutorials(source)
+    if only:
+        sources = [p for p in sources if any(p.name.startswith(o.zfill(2)) for o in only)]
+        if not sources:
+            raise FileNotFoundError(f"no tutorial matches {only}")
+    bad = [s for s in students if not re.fullmatch(r"[A-Za-z0-9_.@-]+", s) or s in (".", "..")]
+    if bad:
+        raise ValueError(f"student id {bad[0]!r} cannot be a folder name; use letters, digits "
+                         "and _.@- only")
+    targets = [(s, p, dest / s / p.name) for s in students for p in sources]
+    existing = [t for _, _, t in targets if t.exists()]
+    if existing and not force:
+        raise FileExistsError(
+            f"{len(existing)} handout file(s) already exist, e.g. {existing[0]}; "
+            "nothing was written (use --force to overwrite them)"
+        )
+    teacher = {p: p.read_text(encoding="utf-8") for p in sources}
+    texts = [assignment_text(teacher[p], p.name[:2], s, seed)[0] for s, p, _ in targets]
+    for (_, _, target), text in zip(targets, texts):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    return [t for _, _, t in targets]
+
+
 def render_notebooks(
     dest: str | os.PathLike[str],
     source: str | os.PathLike[str] | None = None,
@@ -313,7 +385,7 @@ def render_notebooks(
     Needs the ``tutorials`` extra (jupytext; nbclient and ipykernel to execute).
     Student versions are never executed (they stop at the first exercise).
     ``only`` selects tutorials by number or name prefix (``["01", "05"]``).
-    The kernel imports lowprec from the checkout the tutorials belong to and
+    The kernel imports the same lowprec as this process and
     saves its figures under ``dest/figures``.
     """
     try:
@@ -352,7 +424,8 @@ def _execute(nb: Any, path: Path, dest: Path, timeout: int) -> None:
             "executing notebooks needs nbclient and ipykernel: pip install 'lowprec[tutorials]'"
             " (or pass --no-execute)"
         ) from None
-    root = str(path.resolve().parent.parent)
+    # The kernel imports the lowprec this process runs (a checkout's or the installed one).
+    root = str(Path(__file__).resolve().parent.parent)
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "LOWPREC_TUTORIAL_OUT", "MPLBACKEND")}
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, saved["PYTHONPATH"]) if p)
     os.environ["LOWPREC_TUTORIAL_OUT"] = str((dest / "figures").resolve())

@@ -20,6 +20,7 @@ import math
 import resource
 import sys
 import traceback
+import types
 from fractions import Fraction
 from typing import Any
 
@@ -75,6 +76,43 @@ def _silence_checks() -> None:
             setattr(exercises, name, quiet)
 
 
+_LIBRARIES = ("lowprec", "ml_dtypes")
+
+
+def _is_library(v: Any) -> bool:
+    """Whether ``v`` is lowprec's or ml_dtypes' (a module, a function, a FloatFormat, ...)."""
+    if isinstance(v, types.ModuleType):
+        name = v.__name__
+    elif callable(v) and getattr(v, "__module__", None):
+        name = str(v.__module__)
+    else:
+        name = getattr(type(v), "__module__", "") or ""
+    return name.split(".")[0] in _LIBRARIES and name != "lowprec.exercises"
+
+
+def library_uses(source: str, namespace: dict[str, Any]) -> list[str]:
+    """The names (and imports) in ``source`` that reach lowprec or ml_dtypes, or np.finfo."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names
+                      if a.name.split(".")[0] in _LIBRARIES]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in _LIBRARIES:
+            found.append(f"from {node.module} import ...")
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id in namespace and _is_library(namespace[node.id]):
+                found.append(node.id)
+        elif isinstance(node, ast.Attribute) and node.attr == "finfo":
+            found.append("finfo")
+    return sorted(set(found))
+
+
 def _limits(seconds: float, memory_bytes: int) -> None:
     cpu = max(1, int(math.ceil(seconds)))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
@@ -96,6 +134,7 @@ def main(job_path: str) -> int:
     namespace: dict[str, Any] = {"__name__": "__main__"}
     current: dict[str, Any] | None = None  # the exercise whose answers are pending
     errors: dict[str, str] = {}
+    uses: dict[str, list[str]] = {}
 
     def snapshot(ex: dict[str, Any]) -> None:
         values, problems = {}, {}
@@ -107,7 +146,7 @@ def main(job_path: str) -> int:
             except (TypeError, ValueError, OverflowError) as exc:
                 problems[name] = str(exc)
         emit({"exercise": ex["label"], "values": values, "unreadable": problems,
-              "cell_error": errors.get(ex["label"])})
+              "cell_error": errors.get(ex["label"]), "library": uses.get(ex["label"], [])})
 
     for index, cell in enumerate(job["cells"]):
         label = cell.get("label")
@@ -134,6 +173,8 @@ def main(job_path: str) -> int:
             message = f"{type(exc).__name__}{where}: {exc}".strip()
             errors.setdefault(label or (current or {}).get("label", ""), message)
             emit({"cell": index, "label": label, "error": message})
+        if label and job["exercises"].get(label, {}).get("by_hand"):
+            uses.setdefault(label, []).extend(library_uses(cell["source"], namespace))
     if current is not None:
         snapshot(current)
     # For exercises whose cell was not found (labels removed, a plain script): the end state.

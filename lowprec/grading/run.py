@@ -149,8 +149,8 @@ def _run(cells: list[dict[str, Any]], exercises: list[Exercise], timeout: float,
         job_path, result_path = Path(tmp) / "job.json", Path(tmp) / "result.jsonl"
         job = {"cells": cells, "token": token, "result": str(result_path),
                "cpu_seconds": timeout, "memory_bytes": memory_mb * 2**20,
-               "exercises": {e.label: {"label": e.label, "names": list(e.names)}
-                             for e in exercises}}
+               "exercises": {e.label: {"label": e.label, "names": list(e.names),
+                                       "by_hand": e.by_hand} for e in exercises}}
         job_path.write_text(json.dumps(job), encoding="utf-8")
         env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0",
                    LOWPREC_TUTORIAL_OUT=str(Path(tmp) / "figures"))
@@ -276,6 +276,14 @@ def _grade_exercise(ex: Exercise, snap: dict[str, Any] | None, earlier_error: st
         else:
             result.feedback.append(f"{ex.label}: your cell raised {cell_error}.")
             result.mistake = "the cell raised an error"
+        return result
+    library = snap.get("library") or []
+    if ex.by_hand and library:
+        used = ", ".join(f"`{u}`" for u in library)
+        result.feedback.append(f"{ex.label} asks you to work it out by hand, but your cell uses "
+                               f"{used} (lowprec or ml_dtypes): compute it from the format's "
+                               "fields instead.")
+        result.mistake = "used the library instead of working it out"
         return result
     for check in ex.checks:
         missing = [n for n in (*check.answers, *check.context) if n not in values]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ __all__ = ["Check", "Exercise", "exercise_spec", "open_tutorial", "tutorial_path
 
 #: Names a check call may use that are not the notebook's: modules the grader provides.
 PROVIDED = frozenset({"lp", "np", "math", "exercises"})
+_BY_HAND = re.compile(r"by hand|do not use|from the fields|from those facts", re.I)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class Exercise:
     title: str
     checks: tuple[Check, ...]
     points: float = 1.0
+    #: The exercise says to work it out by hand ("by hand", "do not use", "from the fields"):
+    #: the student's cell may not use lowprec or ml_dtypes (see lowprec.grading._child).
+    by_hand: bool = False
 
     @property
     def label(self) -> str:
@@ -125,10 +130,13 @@ def exercise_spec(text: str) -> list[Exercise]:
             k += 1
             continue
         label = _exercise_label(cell, last_markdown)
+        by_hand = bool(_BY_HAND.search(last_markdown))
         assigned = set(_assigned_names(cell.source))
         checks: list[Check] = []
         j = k + 1
         while j < len(cells) and SOLUTION_TAG not in cells[j].tags:
+            if cells[j].kind == "markdown":  # the next exercise's question, perhaps
+                last_markdown = "\n".join(ln.lstrip("# ").rstrip() for ln in cells[j].lines)
             if cells[j].kind == "code":
                 for call in _check_calls(cells[j].source):
                     names = _free_names(call)
@@ -139,6 +147,7 @@ def exercise_spec(text: str) -> list[Exercise]:
             j += 1
         if checks and label.startswith("Exercise "):
             number, _, title = label[len("Exercise "):].partition(": ")
-            found.append(Exercise(number, title, tuple(checks)))
+            found.append(Exercise(number, title, tuple(checks),
+                                  by_hand=by_hand))
         k = j
     return found

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -81,3 +83,116 @@ def read_roster(path: str | Path) -> list[str]:
     if not ids:
         raise ValueError(f"--roster {str(path)!r} lists no student ids")
     return ids
+
+
+# ------------------------------------------------------------- editing the text
+_HEADING = re.compile(r"^# #{2,3} ", re.M)
+
+
+def _region(text: str, number: str) -> tuple[int, int]:
+    """Where Exercise ``number`` is: from its ``### Exercise N:`` heading to the next heading."""
+    start = text.find(f"# ### Exercise {number}:")
+    if start < 0:
+        raise RuntimeError(f"variant: the tutorial has no '### Exercise {number}:' heading")
+    nxt = _HEADING.search(text, start + 1)
+    return start, nxt.start() if nxt else len(text)
+
+
+def _sub(text: str, number: str, *pairs: tuple[str, str]) -> str:
+    """Replace each ``old`` by ``new`` inside Exercise ``number`` (every ``old`` must occur)."""
+    a, b = _region(text, number)
+    part = text[a:b]
+    for old, new in pairs:
+        if old not in part:
+            raise RuntimeError(f"variant of Exercise {number}: {old!r} is not in the tutorial "
+                               "any more; update lowprec.grading.variants")
+        part = part.replace(old, new)
+    return text[:a] + part + text[b:]
+
+
+def _pick(rng: np.random.Generator, options: list[Any]) -> Any:
+    return options[int(rng.integers(len(options)))]
+
+
+def _bias(e: int) -> int:
+    return (1 << (e - 1)) - 1
+
+
+# ------------------------------------------------------------- tutorial 01
+def _variant_01(text: str, rng: np.random.Generator) -> Variant:
+    changes = []
+    e, m = _pick(rng, [(4, 5), (5, 6), (6, 5), (5, 8), (4, 7), (6, 6), (5, 7), (4, 9)])
+    text = _sub(text, "1", (
+        "fp16 has 5 exponent bits (bias 15) and 10 mantissa bits, and reserves the all-ones "
+        "exponent\n# for inf and NaN. Work out its largest finite value from those facts (do "
+        "not use\n# `fp16.max`) and store it in `fp16_max`.",
+        f"Your format is E{e}M{m}: {e} exponent bits (bias {_bias(e)}) and {m} mantissa bits, "
+        "IEEE-style\n# (the all-ones exponent is reserved for inf and NaN). Work out its "
+        "largest finite value by\n# hand from those facts and store it in `fp16_max`."),
+        ("the largest fp16", f"the largest E{e}M{m}"),
+        ("exercises.check_fp16_max(fp16_max)",
+         f"exercises.check_max(lp.custom_format({e}, {m}), fp16_max)"))
+    changes.append(f"Exercise 1: E{e}M{m}")
+    s, ef, mf = int(rng.integers(2)), int(rng.integers(1, 15)), int(rng.integers(8))
+    code = f"0b{s}_{ef:04b}_{mf:03b}"
+    text = _sub(text, "2", ("0b0_1010_101", code))
+    changes.append(f"Exercise 2: code {code}")
+    s, mf = int(rng.integers(2)), int(rng.integers(1, 8))
+    code = f"0b{s}_0000_{mf:03b}"
+    text = _sub(text, "3", ("0b0_0000_011", code))
+    changes.append(f"Exercise 3: code {code}")
+    e, m = _pick(rng, [(5, 10), (6, 9), (7, 8), (5, 6), (6, 5), (4, 11), (7, 6)])
+    text = _sub(text, "4", (
+        "bf16 has 8 exponent bits (bias 127) and 7 mantissa bits. What is the smallest positive"
+        "\n# value it can hold?",
+        f"E{e}M{m} has {e} exponent bits (bias {_bias(e)}) and {m} mantissa bits. What is the "
+        "smallest positive\n# value it can hold?"),
+        ("the smallest positive bf16", f"the smallest positive E{e}M{m}"),
+        ('exercises.check_smallest_subnormal("bf16", tiny)',
+         f"exercises.check_smallest_subnormal(lp.custom_format({e}, {m}), tiny)"))
+    changes.append(f"Exercise 4: E{e}M{m}")
+    e, m = _pick(rng, [(4, 3), (3, 4), (5, 3), (4, 4), (6, 2), (3, 5)])
+    text = _sub(text, "5", (
+        "How many distinct finite numbers does FP8 E5M2 have",
+        f"How many distinct finite numbers does the IEEE-style E{e}M{m} (with inf and NaN) "
+        "have"),
+        ('exercises.check_num_finite("fp8_e5m2", count)',
+         f"exercises.check_num_finite(lp.custom_format({e}, {m}), count)"))
+    changes.append(f"Exercise 5: IEEE-style E{e}M{m}")
+    k, j = int(rng.integers(-6, 13)), _pick(rng, [16, 32, 64, 96])
+    x = 2.0**k * (1 + j / 128)
+    text = _sub(text, "6", ("the gap at 256", f"the gap at {x!r}"),
+                ("between 256 and", f"between {x!r} and"), ("256.0", repr(x)))
+    changes.append(f"Exercise 6: x = {x!r}")
+    e, m = _pick(rng, [(5, 2), (3, 4), (4, 4), (5, 3), (3, 5), (4, 2)])
+    text = _sub(text, "7", (
+        "Why is the largest FP8 E4M3 number 448 and not 480? Compute it from the fields and "
+        "store\n# it in `e4m3_max`.",
+        f"Your format is E{e}M{m} in the OCP 'fn' style: bias {_bias(e)}, no infinities, and "
+        f"only the\n# all-ones code S.{'1' * e}.{'1' * m} is NaN. Compute its largest number "
+        "from the fields and store\n# it in `e4m3_max`."),
+        ("the largest E4M3", f"the largest E{e}M{m} (fn)"),
+        ('exercises.check_max("fp8_e4m3", e4m3_max)',
+         f"exercises.check_max(lp.custom_format({e}, {m}, has_inf=False), e4m3_max)"))
+    changes.append(f"Exercise 7: E{e}M{m} fn")
+    return Variant(text, tuple(changes))
+
+
+# ------------------------------------------------------------- tutorial 02
+def _variant_02(text: str, rng: np.random.Generator) -> Variant:
+    k, j = int(rng.integers(-2, 4)), int(rng.integers(7))
+    lo, hi = 2.0**k * (1 + j / 8), 2.0**k * (1 + (j + 1) / 8)
+    tie = (lo + hi) / 2
+    text = _sub(text, "1", ("1.3125 lies between the E4M3 values 1.25 and 1.375.",
+                            f"{tie!r} lies between the E4M3 values {lo!r} and {hi!r}."),
+                ("1.3125", repr(tie)))
+    start = 2 ** int(rng.integers(5, 15))
+    text = _sub(text, "2", ("1024", str(start)))
+    k, j = int(rng.integers(-3, 4)), _pick(rng, [j for j in range(1, 64) if j % 8])
+    x = 2.0**k * (1 + j / 64)
+    text = _sub(text, "3", ("1.09375", repr(x)))
+    return Variant(text, (f"Exercise 1: the tie {tie!r}", f"Exercise 2: {start} + d",
+                          f"Exercise 3: x = {x!r}"))
+
+
+VARIANTS.update({"01": _variant_01, "02": _variant_02})
