@@ -43,7 +43,7 @@ def main() -> None:
 
     ref = best_of(lambda: lp.decode(lp.encode(x, "fp8_e4m3", saturate=True), "fp8_e4m3"),
                   args.repeat)
-    print(f"{args.n}x{args.n} float32, threads={lp.rounding._threads()}")
+    print(f"{args.n}x{args.n} float32, threads={lp._runtime._threads()}")
     print(f"reference fp8_e4m3 encode+decode (no scaling): {ref:.3f} s   (CPU {CPU[-1]:.3f} s)")
     worst = 0.0
     for name in mx.MX_FORMATS:

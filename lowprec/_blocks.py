@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ._runtime import _as_float_array
 from .formats import FloatFormat
-from .rounding import _as_float_array
 
 __all__ = [
     "as_working_array",

@@ -5,7 +5,7 @@ format and rounds it once, in any rounding mode of :data:`lowprec.MODES`,
 exactly as an IEEE 754 implementation of that format would: signed zeros,
 infinities, NaNs and the five exception flags included. The arithmetic is
 exact integer arithmetic on the operands' significands, ending in the one
-rounding engine (see ``lowprec/_arith.py`` for why each operation is exact).
+rounding engine (see ``lowprec/_kernels/arith.py`` for why each operation is exact).
 Computing in float64 and rounding once would *not* do: it double-rounds in
 directed and odd modes and for ``fma``.
 
@@ -52,25 +52,15 @@ from typing import Any
 
 import numpy as np
 
-from . import _arith, _engine
+from ._kernels import arith, arith_fast, params, sr
+from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
 from .formats import FloatFormat, get_format, reference_dtype
-from .rounding import (
-    _CHUNK,
-    _MODE_INT,
-    _as_float_array,
-    _collect,
-    _get_rng,
-    _random_words,
-    _submit,
-    check_mode,
-    decode,
-    encode,
-)
+from .rounding import check_mode, decode, encode
 
 __all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
 
-_OP_NAMES = {_arith.ADD: "add", _arith.SUB: "sub", _arith.MUL: "mul", _arith.DIV: "div",
-             _arith.SQRT: "sqrt", _arith.FMA: "fma"}
+_OP_NAMES = {arith.ADD: "add", arith.SUB: "sub", arith.MUL: "mul", arith.DIV: "div",
+             arith.SQRT: "sqrt", arith.FMA: "fma"}
 
 
 def _check_format(fmt: Any) -> FloatFormat:
@@ -101,7 +91,7 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
     kind = "f32" if values.dtype == np.float32 else "other"
     flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
     out = np.empty(flat.shape, dtype=np.int64)
-    bad = _arith.to_code_kernel(_engine.format_params(fmt), flat.view(np.int64), out)
+    bad = arith.to_code_kernel(params.format_params(fmt), flat.view(np.int64), out)
     if bad >= 0:
         raise ValueError(
             f"operand {name}: element {bad} ({float(flat[bad])!r}) is not a value of {fmt.name}; "
@@ -155,17 +145,17 @@ def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
     format; not bf16, tf32, fp32). A product of two p-bit significands has
     <= 2p <= 48 bits, and its exponent stays in float64's normal range.
     Quotients and roots are not exact in float64, but rounded to odd there
-    (``_arith.div_sqrt_odd_kernel``) they round like the exact value in every
+    (``arith_fast.div_sqrt_odd_kernel``) they round like the exact value in every
     deterministic mode.
     """
     if not (fmt.signed and fmt.has_subnormals):
         return False
     s = fmt.smallest_subnormal_exponent
-    if op in (_arith.ADD, _arith.SUB):
+    if op in (arith.ADD, arith.SUB):
         return fmt.emax + 2 - s <= 53
-    if op == _arith.MUL:
+    if op == arith.MUL:
         return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
-    if op in (_arith.DIV, _arith.SQRT, _arith.FMA):  # round to odd in float64
+    if op in (arith.DIV, arith.SQRT, arith.FMA):  # round to odd in float64
         return mode != "stochastic" and fmt.mantissa_bits <= 23 and (
             2 * s >= -900 and 2 * (fmt.emax + 1) <= 900)
     return False
@@ -176,23 +166,23 @@ def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarr
     and rounded once by the engine (``encode``, its fast path). IEEE float64
     arithmetic gives the right infinities, NaNs and signs of zero -- except that
     an exact zero sum is -0 when rounding down (unless both terms are +0)."""
-    if op in (_arith.DIV, _arith.SQRT, _arith.FMA):
+    if op in (arith.DIV, arith.SQRT, arith.FMA):
         xs = [np.asarray(v, dtype=np.float64) for v in operands]
         shape = np.broadcast_shapes(*(v.shape for v in xs))
         flat = [v.reshape(1) if v.size == 1 else
                 np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in xs]
         r = np.empty(shape, dtype=np.float64)
-        if op == _arith.FMA:
-            _arith.fma_odd_kernel(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
+        if op == arith.FMA:
+            arith_fast.fma_odd_kernel(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
         else:
-            _arith.div_sqrt_odd_kernel(op == _arith.SQRT, flat[0], flat[-1], r.reshape(-1))
+            arith_fast.div_sqrt_odd_kernel(op == arith.SQRT, flat[0], flat[-1], r.reshape(-1))
         return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals))
     x, y = (np.asarray(v, dtype=np.float64) for v in operands)
     with np.errstate(all="ignore"):
-        if op == _arith.MUL:
+        if op == arith.MUL:
             r = x * y
         else:
-            if op == _arith.SUB:
+            if op == arith.SUB:
                 y = -y
             r = x + y
             if mode == "rdown":
@@ -219,26 +209,26 @@ def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, ge
     # Codes travel as int64 whatever the format: one compiled kernel for all.
     out = np.empty(n, dtype=np.int64)
     flag_arr = np.zeros(n if flags else 0, dtype=np.uint8)
-    P = _engine.format_params(fmt)
-    m = _MODE_INT[mode]
+    P = params.format_params(fmt)
+    m = params.MODE_INT[mode]
 
     def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
         part = [x if x.shape[0] == 1 else x[start:stop] for x in (a, b, c)]
         fl = flag_arr[start:stop] if flags else flag_arr
-        if stochastic and op in (_arith.DIV, _arith.SQRT, _arith.FMA):
-            # The same results as op_kernel, without its digit loops (_arith.sr_kernel).
-            return _arith.sr_kernel(P, op, part[0], part[1], part[2], saturate, not subnormals,
+        if stochastic and op in (arith.DIV, arith.SQRT, arith.FMA):
+            # The same results as op_kernel, without its digit loops (arith_fast.sr_kernel).
+            return arith_fast.sr_kernel(P, op, part[0], part[1], part[2], saturate, not subnormals,
                                     seeds, out[start:stop], fl, flags), 0
         # Stochastic: the words round_to would use for the same elements and seed.
-        rnd = _engine.sr_expand(seeds, stop - start) if seeds.shape[0] else seeds
-        bad = _arith.op_kernel(P, op, part[0], part[1], part[2], m, saturate, not subnormals,
+        rnd = sr.sr_expand(seeds, stop - start) if seeds.shape[0] else seeds
+        bad = arith.op_kernel(P, op, part[0], part[1], part[2], m, saturate, not subnormals,
                                rnd, out[start:stop], fl, flags)
         return bad, 0
 
     no_rnd = np.empty(0, dtype=np.uint64)
     for start in range(0, n, _CHUNK):
         stop = min(start + _CHUNK, n)
-        seeds = (_random_words(gen, -(-(stop - start) // _engine.SR_BLOCK)) if stochastic
+        seeds = (_random_words(gen, -(-(stop - start) // sr.SR_BLOCK)) if stochastic
                  else no_rnd)
         for bad, _ in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
@@ -266,42 +256,42 @@ def add(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: 
         subnormals: bool = True, flags: bool = False, rng: Any = None,
         codes: bool = False) -> Any:
     """a + b, correctly rounded in ``fmt``."""
-    return _apply(_arith.ADD, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.ADD, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
 
 
 def sub(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
         codes: bool = False) -> Any:
     """a - b, correctly rounded in ``fmt``."""
-    return _apply(_arith.SUB, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.SUB, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
 
 
 def mul(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
         codes: bool = False) -> Any:
     """a * b, correctly rounded in ``fmt``."""
-    return _apply(_arith.MUL, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.MUL, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
 
 
 def div(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
         codes: bool = False) -> Any:
     """a / b, correctly rounded in ``fmt``."""
-    return _apply(_arith.DIV, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.DIV, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
 
 
 def sqrt(a: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
          subnormals: bool = True, flags: bool = False, rng: Any = None,
          codes: bool = False) -> Any:
     """Square root of a, correctly rounded in ``fmt``."""
-    return _apply(_arith.SQRT, (a,), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.SQRT, (a,), fmt, mode, saturate, subnormals, flags, rng, codes)
 
 
 def fma(a: Any, b: Any, c: Any, fmt: FloatFormat | str, mode: str = "rne", *,
         saturate: bool = False, subnormals: bool = True, flags: bool = False, rng: Any = None,
         codes: bool = False) -> Any:
     """a * b + c with a single rounding in ``fmt`` (fused multiply-add)."""
-    return _apply(_arith.FMA, (a, b, c), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.FMA, (a, b, c), fmt, mode, saturate, subnormals, flags, rng, codes)
 
 
 for _f in (add, sub, mul, div, sqrt, fma):

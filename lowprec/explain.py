@@ -23,18 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
+from ._kernels import engine, params, sr
+from ._runtime import _get_rng
 from .formats import FloatFormat, get_format
-from .rounding import _MODE_INT, _get_rng, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = ["Explanation", "RangeStats", "explain", "range_stats"]
 
-_FLAG_NAMES = (
-    (_engine.FLAG_INEXACT, "inexact"),
-    (_engine.FLAG_UNDERFLOW, "underflow"),
-    (_engine.FLAG_OVERFLOW, "overflow"),
-    (_engine.FLAG_INVALID, "invalid"),
-)
 
 
 @dataclass(frozen=True)
@@ -178,8 +173,8 @@ def _round_exact(x: Fraction, fmt: FloatFormat, mode: int, saturate: bool,
         sig, rem = divmod(p << -lsb, q)
     else:
         sig, rem = divmod(p, q << lsb)
-    code, flags, status = _engine.round_pack(
-        _engine.format_params(fmt), x < 0, np.int64(sig), lsb, rem != 0, mode, saturate,
+    code, flags, status = engine.round_pack(
+        params.format_params(fmt), x < 0, np.int64(sig), lsb, rem != 0, mode, saturate,
         False, np.uint64(word))
     if status:
         raise ValueError(f"{float(x)!r} is negative, but {fmt.name} is unsigned and has no NaN")
@@ -243,13 +238,13 @@ def explain(
     word = 0
     if mode == "stochastic":
         seed = _get_rng(rng).bit_generator.random_raw(1)[0]
-        word = int(_engine.sr_word(np.uint64(seed), 0))
+        word = int(sr.sr_word(np.uint64(seed), 0))
     if isinstance(x, float) or x == 0:  # nan, ±inf, ±0: the float path of encode
         c, f = encode(np.float64(x), fmt, mode, saturate=saturate, flags=True,
                       rng=rng if mode == "stochastic" else None)
         code, flags = int(c), int(f)
     else:
-        code, flags = _round_exact(x, fmt, _MODE_INT[mode], saturate, word)
+        code, flags = _round_exact(x, fmt, params.MODE_INT[mode], saturate, word)
     result = float(decode(code, fmt))
 
     m = fmt.mantissa_bits
@@ -285,7 +280,7 @@ def explain(
         exponent_field=e_field, mantissa_field=m_field, exponent=exponent, kind=kind,
         next_down=_neighbour(fmt, code, up=False), next_up=_neighbour(fmt, code, up=True),
         abs_error=abs_err, rel_error=rel_err, ulp=ulp, ulp_error=ulp_err,
-        flags=tuple(name for bit, name in _FLAG_NAMES if flags & bit),
+        flags=tuple(name for bit, name, _ in params.FLAG_TABLE if flags & bit),
     )
 
 
@@ -392,14 +387,14 @@ def range_stats(
             part = np.where(nan, 0, part)  # encode refuses NaN here; counted above
         codes, flags = encode(part, fmt, mode, saturate=saturate, flags=True, rng=gen)
         finite = ~(nan | inf)
-        inexact = finite & ((flags & _engine.FLAG_INEXACT) != 0)
+        inexact = finite & ((flags & params.FLAG_INEXACT) != 0)
         mag = codes & codes.dtype.type(mag_mask)
         counts["nan_in"] += n_nan
         counts["inf_in"] += int(np.count_nonzero(inf))
         counts["inexact"] += int(np.count_nonzero(inexact))
         counts["exact"] += int(np.count_nonzero(finite)) - int(np.count_nonzero(inexact))
         counts["overflow"] += int(np.count_nonzero(
-            finite & ((flags & _engine.FLAG_OVERFLOW) != 0)))
+            finite & ((flags & params.FLAG_OVERFLOW) != 0)))
         if fmt.has_zero:
             zero = mag == 0
             if fmt.nan == "negzero":

@@ -21,13 +21,15 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from . import plot as lpp
+from . import quant_error as qe
+from . import train
+from .matmul import matmul as lp_matmul
+from .matmul import promote
+
+__all__ = ["FIGURES", "demo_figures", "generate", "main"]
 
 DPI = 110
 _PNG_METADATA = {"Software": None}  # nothing that changes between runs or versions
-
-
-class FigureSkipped(Exception):
-    """A figure cannot be drawn yet (its data source is missing); the message says why."""
 
 
 def _fig(w: float, h: float) -> Figure:
@@ -138,17 +140,6 @@ def stochastic_sum() -> Figure:
     return fig
 
 
-def _need(module: str, branch: str):
-    """Import ``lowprec.<module>``, or skip the figure while that part is missing."""
-    import importlib
-
-    try:
-        return importlib.import_module(f"lowprec.{module}")
-    except ImportError as exc:
-        raise FigureSkipped(f"lowprec.{module} is not installed yet (branch {branch}): "
-                            f"{exc}") from None
-
-
 #: The presets compared in the training figures, and the length of their runs.
 TRAINING_POLICIES = ("fp32", "fp16-naive", "fp16-static", "fp16-amp", "bf16-pure",
                      "bf16-pure-sr", "bf16-master")
@@ -158,7 +149,6 @@ TRAINING_STEPS = 300
 @functools.lru_cache(maxsize=1)
 def _training_runs() -> dict:
     """One seeded run per preset on the "underflow" task (shared by the training figures)."""
-    train = _need("train", "trainer")
     runs = {p: train.train(p, "underflow", steps=TRAINING_STEPS, seed=0, eval_every=25)
             for p in TRAINING_POLICIES}
     # PyTorch's GradScaler defaults never change the scale in 300 steps here; start it
@@ -236,7 +226,6 @@ def demo_figures(runs: dict, out: str | Path) -> list[Path]:
 def scaling_schemes() -> Figure:
     """SQNR of per-tensor, MX and NVFP4 scaling against block size; one outlier under
     per-tensor against per-block scaling."""
-    qe = _need("quant_error", "scaled")
     rng = np.random.default_rng(0)
     # Heavy-tailed like activations: Student t with 4 degrees of freedom.
     x = rng.standard_t(4, (64, 1024)).astype(np.float32)
@@ -274,7 +263,6 @@ def scaling_schemes() -> Figure:
 def accumulation() -> Figure:
     """Dot-product error against K: a 14-bit truncating FP8 tensor-core accumulator, the
     same promoted to FP32 every 128 products, and FMA loops in FP32 and bf16."""
-    mm = _need("matmul", "arith")
     from .rounding import round_to
 
     rng = np.random.default_rng(0)
@@ -282,7 +270,7 @@ def accumulation() -> Figure:
     models = {
         "FP8 tensor core alone (h100_fp8: 14-bit accumulator, truncating)":
             ("h100_fp8", "fp32"),
-        "promoted to FP32 every 128 products (DeepSeek-V3)": (mm.promote(128), "fp32"),
+        "promoted to FP32 every 128 products (DeepSeek-V3)": (promote(128), "fp32"),
         "sequential FMA, FP32 accumulator": ("sequential", "fp32"),
         "sequential FMA, bf16 accumulator": ("sequential", "bf16"),
     }
@@ -296,7 +284,7 @@ def accumulation() -> Figure:
         # multiples of 2**-18, and their sums stay below 2**14 (32 bits < 53).
         exact = (a.astype(np.float64) @ b.astype(np.float64))[:, 0]
         for name, (model, acc) in models.items():
-            got = mm.matmul(a, b, inputs="fp8_e4m3", accumulate=acc, model=model)[:, 0]
+            got = lp_matmul(a, b, inputs="fp8_e4m3", accumulate=acc, model=model)[:, 0]
             errors[name].append(float(np.mean(np.abs(got - exact) / exact)))
     fig = _fig(8.5, 6.0)
     ax = fig.add_subplot()
@@ -339,12 +327,7 @@ def generate(out: str | Path = "figures", names: list[str] | None = None,
         raise ValueError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(FIGURES)}")
     written = []
     for name in names or list(FIGURES):
-        try:
-            fig = FIGURES[name]()
-        except FigureSkipped as why:
-            if verbose:
-                print(f"skipped {name}: {why}")
-            continue
+        fig = FIGURES[name]()
         path = out / f"{name}.png"
         save(fig, path)
         written.append(path)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -68,7 +68,8 @@ class FloatFormat:
     exponent_bits, mantissa_bits:
         Widths of the exponent and (stored) mantissa fields.
     bias:
-        Exponent bias. ``None`` means the IEEE default ``2**(exponent_bits-1) - 1``.
+        Exponent bias (IEEE formats: ``2**(exponent_bits-1) - 1``; `custom_format`
+        fills that in when it is not given).
     signed:
         Whether the format has a sign bit (``e8m0`` does not).
     has_inf:
@@ -88,7 +89,7 @@ class FloatFormat:
     name: str
     exponent_bits: int
     mantissa_bits: int
-    bias: int | None = None
+    bias: int
     signed: bool = True
     has_inf: bool = True
     nan: NanEncoding = "ieee"
@@ -107,8 +108,8 @@ class FloatFormat:
                 f"format {self.name!r} is {self.width} bits wide; lowprec handles formats "
                 "of at most 32 bits"
             )
-        if self.bias is None:
-            object.__setattr__(self, "bias", 2 ** (e - 1) - 1)
+        if not isinstance(self.bias, int):
+            raise ValueError(f"format {self.name!r}: bias must be an integer, got {self.bias!r}")
         if self.nan not in _NAN_ENCODINGS:
             raise ValueError(
                 f"format {self.name!r}: nan must be one of {_NAN_ENCODINGS}, got {self.nan!r}"
@@ -292,7 +293,17 @@ class FloatFormat:
 
 
 # ---------------------------------------------------------------- registry
-def _fmt(name, e, m, desc, **kw) -> FloatFormat:
+def ieee_bias(exponent_bits: int) -> int:
+    """The IEEE 754 exponent bias of a format with ``exponent_bits`` exponent bits.
+
+    >>> ieee_bias(5), ieee_bias(8)
+    (15, 127)
+    """
+    return 2 ** (exponent_bits - 1) - 1
+
+
+def _fmt(name: str, e: int, m: int, desc: str, **kw: Any) -> FloatFormat:
+    kw.setdefault("bias", ieee_bias(e))
     return FloatFormat(name=name, exponent_bits=e, mantissa_bits=m, description=desc, **kw)
 
 
@@ -370,7 +381,8 @@ def reference_dtype(fmt: FloatFormat | str) -> np.dtype | None:
 
 
 def list_formats() -> list[FloatFormat]:
-    """All registered formats, widest first."""
+    """All registered formats, in registry order: fp32, tf32, the 16-bit formats, then
+    the 8-, 6- and 4-bit ones, and the e8m0 scale format last."""
     return list(FORMATS.values())
 
 
@@ -398,7 +410,7 @@ def custom_format(
         name=name,
         exponent_bits=exponent_bits,
         mantissa_bits=mantissa_bits,
-        bias=bias,
+        bias=ieee_bias(exponent_bits) if bias is None else bias,
         signed=signed,
         has_inf=has_inf,
         nan=nan,

@@ -23,7 +23,7 @@ exact, promotion adds) and the final conversion to ``output``; inside a tensor
 core the hardware's own mode (``hw_mode``) applies. Stochastic rounding is not
 supported here (it would need one random word per step).
 
-The kernels are compiled loops over rows, columns and k (``lowprec/_matmul_kernels.py``);
+The kernels are compiled loops over rows, columns and k (``lowprec/_kernels/matmul.py``);
 rows are shared among threads. Inputs with NaN or inf follow IEEE rules
 (NaN if any product is NaN or inf*0 or infinities of both signs meet).
 """
@@ -37,10 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
-from . import _matmul_kernels as K
+from ._kernels import matmul as K
+from ._kernels import params
+from ._runtime import _threads
 from .formats import FloatFormat, custom_format, get_format
-from .rounding import _MODE_INT, _threads, check_mode, decode, encode
+from .rounding import check_mode, decode, encode
 
 __all__ = [
     "AccumulationModel",
@@ -306,8 +307,8 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
     cbt = np.ascontiguousarray(encode(b, fin).T, dtype=np.int64)
     M, N = a.shape[0], b.shape[1]
     out = np.empty((M, N), dtype=np.int64)
-    Pi, Pa, Po = (_engine.format_params(f) for f in (fin, facc, fout))
-    m = _MODE_INT[mode]
+    Pi, Pa, Po = (params.format_params(f) for f in (fin, facc, fout))
+    m = params.MODE_INT[mode]
     # Unpack the inputs once (signed significands, exponents); the fast kernels
     # use them when no input is inf or NaN.
     asig, aexp = np.empty(ca.shape, np.int64), np.empty(ca.shape, np.int64)
@@ -342,9 +343,9 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
         if tc.acc_mantissa_bits is not None and tc.acc_mantissa_bits < facc.mantissa_bits:
             fhw = custom_format(facc.exponent_bits, tc.acc_mantissa_bits, bias=facc.bias,
                                 name=f"{facc.name}_m{tc.acc_mantissa_bits}")
-        Ph = _engine.format_params(fhw)
+        Ph = params.format_params(fhw)
         zh, za = _zero(fhw), _zero(facc)
-        hw = _MODE_INT[check_mode(tc.hw_mode)]
+        hw = params.MODE_INT[check_mode(tc.hw_mode)]
         if special:
             _run_rows(lambda i0, i1: K.tensor_core_kernel(Pi, Ph, Pa, Po, ca, cbt, m, i0, i1,
                                                           out, zh, tc.block, tc.align_bits, hw,

@@ -1,6 +1,6 @@
 """Values to codes and back, in every rounding mode: ``round_to``, ``encode``, ``decode``.
 
-All three are thin wrappers around the compiled engine in ``lowprec._engine``;
+All three are thin wrappers around the compiled engine in ``lowprec._kernels``;
 this module only checks arguments, converts inputs and walks the array in
 chunks (so peak extra memory stays near the size of the result).
 
@@ -24,36 +24,31 @@ into subnormals included), then overflow is applied:
 
 from __future__ import annotations
 
-import numbers
-import os
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
-from . import _engine
+from ._kernels import convert, engine, params, sr
+from ._runtime import (
+    _CHUNK,
+    _as_float_array,
+    _collect,
+    _get_rng,
+    _random_words,
+    _submit,
+)
 from .formats import FloatFormat, get_format
 
 __all__ = ["MODES", "round_to", "encode", "decode", "check_mode"]
 
 #: Rounding modes accepted everywhere a ``mode=`` is, with what they mean.
-MODES: dict[str, str] = {
-    "rne": "to nearest, ties to even (IEEE default)",
-    "rna": "to nearest, ties away from zero",
-    "rtz": "toward zero (truncation)",
-    "rup": "toward +infinity",
-    "rdown": "toward -infinity",
-    "odd": "to odd: truncate, then set the last bit if inexact (no double rounding)",
-    "stochastic": "up with probability proportional to the distance from the lower neighbour",
-}
-_MODE_INT = {name: i for i, name in enumerate(MODES)}
+MODES: dict[str, str] = {name: meaning for name, _, meaning in params.MODE_TABLE}
 _MODE_ALIASES = {
     "nearest": "rne", "nearest_even": "rne", "rn": "rne",
     "nearest_away": "rna", "rz": "rtz", "toward_zero": "rtz", "truncate": "rtz",
     "ru": "rup", "up": "rup", "rd": "rdown", "down": "rdown",
     "sr": "stochastic", "round_to_odd": "odd",
 }
-_CHUNK = 1 << 20  # elements per chunk (a multiple of _engine.SR_BLOCK)
 
 
 def check_mode(mode: str) -> str:
@@ -61,7 +56,7 @@ def check_mode(mode: str) -> str:
     if isinstance(mode, str):
         key = mode.strip().lower()
         key = _MODE_ALIASES.get(key, key)
-        if key in _MODE_INT:
+        if key in MODES:
             return key
     raise ValueError(
         f"unknown rounding mode {mode!r}; valid modes: "
@@ -69,83 +64,9 @@ def check_mode(mode: str) -> str:
     )
 
 
-def _is_ml_dtypes_float(dtype: np.dtype) -> bool:
-    """Whether ``dtype`` is one of ml_dtypes' floating-point types (bfloat16, float8_*, ...)."""
-    import ml_dtypes
-
-    try:
-        ml_dtypes.finfo(dtype)
-    except (TypeError, ValueError, KeyError, AttributeError):
-        return False
-    return True
-
-
-def _as_float_array(x: Any, what: str = "x") -> tuple[np.ndarray, bool]:
-    """``x`` as a float32/float64 array, never a view that we might write to.
-
-    Returns the array and whether ``x`` was a scalar (to return a scalar back).
-    """
-    scalar = np.ndim(x) == 0 and not isinstance(x, np.ndarray)
-    arr = np.asarray(x)
-    kind = arr.dtype.kind
-    if kind == "c":
-        raise TypeError(f"{what} is complex ({arr.dtype}); round the real and imaginary parts")
-    if kind == "V" and _is_ml_dtypes_float(arr.dtype):
-        with np.errstate(invalid="ignore"):  # ml_dtypes warns on casting its NaNs
-            return arr.astype(np.float64), scalar  # bfloat16, float8_*, ...: exact in float64
-    if kind in "OSUVMm":
-        raise TypeError(
-            f"{what} has dtype {arr.dtype}; lowprec accepts real numbers "
-            "(float, int or bool arrays, ml_dtypes floats, Python scalars and lists of them)"
-        )
-    if arr.dtype == np.float32 or arr.dtype == np.float64:
-        return arr, scalar
-    if kind == "f" and arr.dtype.itemsize > 8:
-        raise TypeError(
-            f"{what} has dtype {arr.dtype}; lowprec rounds from float32 or float64 only "
-            "(longdouble would be rounded twice)"
-        )
-    if kind in "iu":
-        as_float = arr.astype(np.float64)
-        if arr.dtype.itemsize == 8 and arr.size:
-            # Integers of 8 bytes may not be float64s: converting would round
-            # them once before lowprec rounds them again. Refuse those.
-            top = 2.0**63 if kind == "i" else 2.0**64  # the dtype's range, as floats
-            fits = (as_float >= -top) & (as_float < top)
-            back = np.where(fits, as_float, 0).astype(arr.dtype)
-            inexact = ~fits | (back != arr)
-            if inexact.any():
-                raise ValueError(
-                    f"{what} holds integers that float64 cannot hold exactly (e.g. "
-                    f"{arr.reshape(-1)[np.argmax(inexact.reshape(-1))]}); pass them as floats "
-                    "if rounding them to float64 first is what you want"
-                )
-        return as_float, scalar
-    # float16 and bool: exact in float64.
-    return arr.astype(np.float64), scalar
-
-
-def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
-    """n uniform 64-bit words (stochastic rounding's block seeds): the raw output
-    of the Generator's bit generator (PCG64, SFC64, Philox, MT19937 all give full
-    64-bit words)."""
-    return rng.bit_generator.random_raw(n)
-
-
-def _get_rng(rng: Any) -> np.random.Generator:
-    if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)):
-        return np.random.default_rng(rng)
-    if isinstance(rng, np.random.Generator):
-        return rng
-    raise TypeError(
-        f"rng must be a numpy Generator (np.random.default_rng(seed)), a seed or None, "
-        f"got {type(rng).__name__}"
-    )
-
-
 def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat) -> None:
     value = x_flat[index]
-    if status == _engine.INVALID_NAN:
+    if status == params.INVALID_NAN:
         raise ValueError(
             f"element {index} is NaN, but {fmt.name} has no NaN encoding; remove or replace "
             "NaNs (np.nan_to_num) before converting"
@@ -155,51 +76,15 @@ def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat)
     )
 
 
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _threads() -> int:
-    """Worker threads for large arrays: LOWPREC_NUM_THREADS, else the CPU count (<= 8)."""
-    env = os.environ.get("LOWPREC_NUM_THREADS")
-    if env:
-        return max(1, int(env))
-    return max(1, min(8, os.cpu_count() or 1))
-
-
-def _submit(run, start: int, stop: int, seeds: np.ndarray) -> list:
-    """Start converting start..stop, split across threads at multiples of
-    SR_BLOCK (so each part starts on a stochastic-rounding block); returns the
-    pending results, each ``(offset, future)`` (or ``(offset, (bad, status))``
-    when run inline). ``seeds`` holds one seed per block of start..stop (or none)."""
-    n = stop - start
-    nt = _threads() if n >= 1 << 15 else 1  # small arrays: no thread hand-off
-    if nt == 1:
-        return [(start, run(start, stop, seeds))]
-    global _POOL
-    if _POOL is None or _POOL._max_workers != nt:  # noqa: SLF001
-        _POOL = ThreadPoolExecutor(max_workers=nt, thread_name_prefix="lowprec")
-    block = _engine.SR_BLOCK
-    cuts = [start + ((n * k) // nt) // block * block for k in range(nt)] + [stop]
-    return [
-        (a, _POOL.submit(run, a, b,
-                         seeds[(a - start) // block:] if seeds.shape[0] else seeds))
-        for a, b in zip(cuts[:-1], cuts[1:])
-    ]
-
-
-def _collect(pending: list):
-    """Wait for results of :func:`_submit`; yields (first bad index or -1, status)."""
-    for offset, res in pending:
-        bad, status = res.result() if hasattr(res, "result") else res
-        yield (offset + bad if bad >= 0 else -1), status
-
-
-def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=False):
+def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnormals: bool,
+             rng: Any, *, to_codes: bool, want_flags: bool = False) -> Any:
+    """Values (or codes, and flags) of ``x`` in ``fmt``: argument checks, then the
+    array in chunks through ``_kernels.convert`` (its fast path; the reference
+    when flags are asked for)."""
     fmt = get_format(fmt)
     mode = check_mode(mode)
     arr, scalar = _as_float_array(x)
-    P = _engine.format_params(fmt)
-    m = _MODE_INT[mode]
+    m = params.MODE_INT[mode]
     stochastic = mode == "stochastic"
     gen = _get_rng(rng) if stochastic else None
     if not stochastic and rng is not None:
@@ -218,76 +103,29 @@ def _convert(x, fmt, mode, saturate, subnormals, rng, *, to_codes, want_flags=Fa
         x_flat = np.ascontiguousarray(x_flat)
     out_flat = out.reshape(-1)
     flags_flat = flags.reshape(-1)
-    is64 = x_flat.dtype == np.float64
-    bits = x_flat.view(np.uint64 if is64 else np.uint32)
-    no_rnd = np.empty(0, dtype=np.uint64)
-    # The fast path needs the output to be of the input's type and a signed
-    # format with subnormals whose values fit that type. Formats without
-    # mantissa bits are left to the reference: fast_kernel takes the parity for
-    # ties-to-even from the input's bits, which for m = 0 is the exponent's
-    # last bit, not the significand's (always 1: ties go up, as in ml_dtypes'
-    # e8m0).
-    fast = fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and (
-        fmt.fits_float32 if not is64 else fmt.emin >= -1022
-    ) and (to_codes or out.dtype == x_flat.dtype)
-    # The vectorised float32 path: float32 in, no flags, no flush to zero, and a
-    # format whose normal range starts inside float32's.
-    vec = (fast and not is64 and subnormals and not want_flags and fmt.emin >= -126
-           and (fmt.emin == -126 or fmt.smallest_subnormal_exponent >= -126))
-    no_bits = np.empty(0, dtype=bits.dtype)
-    no_vals = np.empty(0, dtype=x_flat.dtype)
-    no_codes = np.empty(0, dtype=fmt.code_dtype)
-    no_i32 = np.empty(0, dtype=np.int32)
-    n = bits.shape[0]
+    bits = x_flat.view(np.uint64 if x_flat.dtype == np.float64 else np.uint32)
+    path = "reference" if want_flags else "fast"
+    ftz = not subnormals
 
     def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
         """Convert elements start..stop (a compiled kernel; releases the GIL)."""
-        xb = bits[start:stop]
-        ftz = not subnormals
-        if vec:
-            if to_codes:
-                return _engine.vec32_kernel(P, xb, m, saturate, seeds, no_i32,
-                                            out_flat[start:stop], 1)
-            return _engine.vec32_kernel(P, xb, m, saturate, seeds,
-                                        out_flat[start:stop].view(np.int32), no_codes, 0)
-        if stochastic:
-            o = out_flat[start:stop]
-            if fast and not want_flags:
-                if to_codes:
-                    return _engine.stochastic_kernel(1, P, xb, is64, saturate, ftz, seeds,
-                                                     no_bits, no_vals, o, flags_flat, False)
-                return _engine.stochastic_kernel(0, P, xb, is64, saturate, ftz, seeds,
-                                                 o.view(bits.dtype), o, no_codes, flags_flat,
-                                                 False)
-            if to_codes:
-                fl = flags_flat[start:stop] if want_flags else flags_flat
-                return _engine.stochastic_kernel(2, P, xb, is64, saturate, ftz, seeds,
-                                                 no_bits, no_vals, o, fl, want_flags)
-            return _engine.stochastic_kernel(3, P, xb, is64, saturate, ftz, seeds,
-                                             no_bits, o, no_codes, flags_flat, False)
-        if fast and not want_flags:
-            if to_codes:
-                return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
-                                           no_bits, no_vals, out_flat[start:stop], 1)
-            ob = out_flat[start:stop]
-            return _engine.fast_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
-                                       ob.view(bits.dtype), ob, no_codes, 0)
+        xb, o = bits[start:stop], out_flat[start:stop]
         if to_codes:
-            return _engine.encode_kernel(
-                P, xb, is64, m, saturate, ftz, no_rnd, out_flat[start:stop],
-                flags_flat[start:stop] if want_flags else flags_flat, want_flags)
-        return _engine.round_kernel(P, xb, is64, m, saturate, ftz, no_rnd,
-                                    out_flat[start:stop])
+            fl = flags_flat[start:stop] if want_flags else None
+            return convert.to_codes(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=seeds,
+                                    flags=fl, path=path)
+        return convert.to_values(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=seeds,
+                                 path=path)
 
     # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements is
     # drawn from the Generator, in order, a chunk at a time; the kernels make
     # each element's word from its block's seed and its index in the block
-    # (see _engine.sr_word). Results depend on the seed only, never on the
+    # (see sr.sr_word). Results depend on the seed only, never on the
     # number of threads.
-    block = _engine.SR_BLOCK
-    for start in range(0, n, _CHUNK):
-        stop = min(start + _CHUNK, n)
-        seeds = _random_words(gen, -(-(stop - start) // block)) if stochastic else no_rnd
+    no_seeds = np.empty(0, dtype=np.uint64)
+    for start in range(0, bits.shape[0], _CHUNK):
+        stop = min(start + _CHUNK, bits.shape[0])
+        seeds = _random_words(gen, -(-(stop - start) // sr.SR_BLOCK)) if stochastic else no_seeds
         for bad, status in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
                 _raise_status(x_flat, bad, status, fmt)
@@ -327,7 +165,7 @@ def round_to(
         For ``stochastic`` only: a ``numpy.random.Generator`` or a seed. One
         64-bit seed is drawn from it per block of 4096 elements, and each
         element's uniform 64-bit word is made from its block's seed by
-        SplitMix64 (``lowprec._engine.sr_word``); the same seed gives the same
+        SplitMix64 (``lowprec._kernels.sr.sr_word``); the same seed gives the same
         result, whatever the number of threads.
 
     Returns
@@ -401,7 +239,7 @@ def decode(codes: Any, fmt: FloatFormat | str) -> Any:
     else:
         flat = np.ascontiguousarray(arr.reshape(-1)).astype(np.uint32, copy=False)
         out = np.empty(flat.shape, dtype=np.float64)
-        _engine.decode_kernel(_engine.format_params(fmt), flat, out)
+        engine.decode_kernel(params.format_params(fmt), flat, out)
         out = out.reshape(arr.shape)
     return out[()] if scalar else out
 
@@ -415,7 +253,7 @@ def _decode_table(fmt: FloatFormat) -> np.ndarray:
     if table is None:
         codes = np.arange(1 << fmt.width, dtype=np.uint32)
         table = np.empty(codes.shape, dtype=np.float64)
-        _engine.decode_kernel(_engine.format_params(fmt), codes, table)
+        engine.decode_kernel(params.format_params(fmt), codes, table)
         table.setflags(write=False)
         _TABLES[fmt] = table
     return table

@@ -1,5 +1,5 @@
-"""lowprec.arith's fast stochastic kernel (``_arith.sr_kernel``: div, sqrt, fma)
-against the integer kernel it replaces (``_arith.op_kernel`` with the same
+"""lowprec.arith's fast stochastic kernel (``arith_fast.sr_kernel``: div, sqrt, fma)
+against the integer kernel it replaces (``arith.op_kernel`` with the same
 random words): equal codes, flags and error index, in every format. And the
 exact integer helpers it rests on, against Python's unbounded integers."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec import _arith, _engine
+from lowprec._kernels import arith, arith_fast, engine, params, sr
 from lowprec.formats import FORMATS
 
-OPS = {"div": _arith.DIV, "sqrt": _arith.SQRT, "fma": _arith.FMA}
+OPS = {"div": arith.DIV, "sqrt": arith.SQRT, "fma": arith.FMA}
 
 
 def _codes(fmt, n: int, rng) -> list[np.ndarray]:
@@ -35,13 +35,13 @@ def _codes(fmt, n: int, rng) -> list[np.ndarray]:
 
 
 def _both(fmt, op, a, b, c, seeds, saturate=False, ftz=False):
-    P = _engine.format_params(fmt)
+    P = params.format_params(fmt)
     n = a.shape[0]
     out = [np.zeros(n, np.int64), np.zeros(n, np.int64)]
     fl = [np.zeros(n, np.uint8), np.zeros(n, np.uint8)]
-    bad_ref = _arith.op_kernel(P, op, a, b, c, _engine.STOCHASTIC, saturate, ftz,
-                               _engine.sr_expand(seeds, n), out[0], fl[0], True)
-    bad = _arith.sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out[1], fl[1], True)
+    bad_ref = arith.op_kernel(P, op, a, b, c, params.STOCHASTIC, saturate, ftz,
+                               sr.sr_expand(seeds, n), out[0], fl[0], True)
+    bad = arith_fast.sr_kernel(P, op, a, b, c, saturate, ftz, seeds, out[1], fl[1], True)
     return bad_ref, bad, out, fl
 
 
@@ -58,7 +58,7 @@ def test_fast_kernel_equals_integer_kernel(name, op):
         if op == "sqrt":
             a &= ~fmt.sign_mask
         b = np.where((b & ~fmt.sign_mask) == 0, int(lp.encode(1.0, fmt)), b)
-    seeds = rng.integers(0, 2**63, n // _engine.SR_BLOCK + 1).astype(np.uint64)
+    seeds = rng.integers(0, 2**63, n // sr.SR_BLOCK + 1).astype(np.uint64)
     for saturate, ftz in [(False, False), (True, False), (False, True)]:
         bad_ref, bad, out, fl = _both(fmt, OPS[op], a, b, c, seeds, saturate, ftz)
         assert bad == bad_ref == -1
@@ -79,7 +79,7 @@ def test_fast_sqrt_every_operand(name):
     fmt = lp.get_format(name)
     a = np.arange(1 << 16)
     seeds = np.random.default_rng(1).integers(0, 2**63, 17).astype(np.uint64)
-    bad_ref, bad, out, fl = _both(fmt, _arith.SQRT, a, a[:1], a[:1], seeds)
+    bad_ref, bad, out, fl = _both(fmt, arith.SQRT, a, a[:1], a[:1], seeds)
     assert bad == bad_ref == -1
     assert np.array_equal(out[0], out[1]) and np.array_equal(fl[0], fl[1])
 
@@ -91,7 +91,7 @@ def test_div_sig60_exact():
         sigs = np.concatenate([[lo, lo + 1, hi - 1, hi], rng.integers(lo, hi + 1, 300)])
         for sa in sigs[:40]:
             for sb in sigs:
-                q, sticky = _arith.div_sig60(int(sa), int(sb))
+                q, sticky = arith_fast.div_sig60(int(sa), int(sb))
                 want, rem = divmod(int(sa) << 60, int(sb))
                 assert (q, sticky) == (want, rem != 0), (p, sa, sb)
 
@@ -104,7 +104,7 @@ def test_sqrt_sig60_exact():
         for sa in sigs:
             for k in (62 - p, 61 - p):  # both parities, as op_sqrt chooses
                 N = int(sa) << k
-                r, sticky = _arith.sqrt_sig60(N)
+                r, sticky = arith_fast.sqrt_sig60(N)
                 want = math.isqrt(N << 58)
                 assert (r, sticky) == (want, want * want != N << 58), (p, sa, k)
 
@@ -118,10 +118,10 @@ def test_public_api_uses_same_words():
     got = lp.div(a, b, "fp16", "stochastic", rng=11)
     got2, _ = lp.div(a, b, "fp16", "stochastic", rng=11, flags=True)
     assert np.array_equal(got.view(np.uint16), got2.view(np.uint16))
-    seeds = np.random.default_rng(11).bit_generator.random_raw(50_000 // _engine.SR_BLOCK + 1)
+    seeds = np.random.default_rng(11).bit_generator.random_raw(50_000 // sr.SR_BLOCK + 1)
     ca = a.view(np.uint16).astype(np.int64)
     cb = b.view(np.uint16).astype(np.int64)
-    bad_ref, _, out, _ = _both(lp.get_format("fp16"), _arith.DIV, ca, cb, ca[:1], seeds)
+    bad_ref, _, out, _ = _both(lp.get_format("fp16"), arith.DIV, ca, cb, ca[:1], seeds)
     assert bad_ref == -1
     assert np.array_equal(got.view(np.uint16), out[0].astype(np.uint16))
 
@@ -132,7 +132,7 @@ def test_round_normal_equals_engine_at_the_threshold(name):
     at and above the threshold (where the sticky bit matters, which random words
     hit with probability 2**-64), 0 and 2**64 - 1."""
     fmt = lp.get_format(name)
-    P = _engine.format_params(fmt)
+    P = params.format_params(fmt)
     rng = np.random.default_rng(5)
     checked = 0
     for _ in range(3000):
@@ -146,10 +146,10 @@ def test_round_normal_equals_engine_at_the_threshold(name):
         shift = nbits - 1 - fmt.mantissa_bits
         t = ((sig & ((1 << shift) - 1)) << (64 - shift)) % 2**64
         for w in {0, 2**64 - 1, t, max(t - 1, 0), min(t + 1, 2**64 - 1)}:
-            ok, code, f = _arith.sr_round_normal(P, neg, sig, lsb, nbits, sticky, np.uint64(w))
+            ok, code, f = arith_fast.sr_round_normal(P, neg, sig, lsb, nbits, sticky, np.uint64(w))
             if not ok:
                 continue
-            want = _engine.round_pack(P, neg, sig, lsb, sticky, _engine.STOCHASTIC, False,
+            want = engine.round_pack(P, neg, sig, lsb, sticky, params.STOCHASTIC, False,
                                       False, np.uint64(w))
             assert (code, f) == (want[0], want[1]) and want[2] == 0, (sig, lsb, sticky, w)
             checked += 1

@@ -6,7 +6,7 @@ import pytest
 
 from lowprec.cli import main
 from lowprec.train import load_run
-from lowprec.train.demo import choose_out_dir
+from lowprec.demo import choose_out_dir
 
 
 def test_train_subcommand_writes_a_run(tmp_path, capsys):

@@ -304,7 +304,6 @@ def test_smallest_loss_scale(capsys):
 
 
 def test_grad_scaler_scale(capsys):
-    pytest.importorskip("lowprec.train", reason="the trainer (lowprec.train) is not merged yet")
     # PyTorch's rule written out: halve and reset on inf, double after `interval` good steps.
     events = [False, False, True, False, False, False, False, False, False, True, False]
     scale, good, interval = 2.0**16, 0, 3
@@ -329,7 +328,6 @@ def test_unit_roundoff(capsys, name):
 
 
 def test_current_and_delayed_scale(capsys):
-    pytest.importorskip("lowprec.scaling", reason="lowprec.scaling is not merged yet")
     right(capsys, ex.check_current_scale, 3.5, "fp8_e4m3", 128.0)  # 448 / 3.5
     assert "scale_inv" in wrong(ex.check_current_scale, 3.5, "fp8_e4m3", 1 / 128)
     assert "fp8_e5m2's max" in wrong(ex.check_current_scale, 3.5, "fp8_e4m3", 57344 / 3.5)
@@ -348,7 +346,6 @@ def test_current_and_delayed_scale(capsys):
 
 
 def test_mx_scale_and_bits(capsys):
-    pytest.importorskip("lowprec.mx", reason="lowprec.mx is not merged yet")
     # OCP MX v1.0 scale rule, worked: E2M1 amax 7: floor -> 2^(2-2) = 1 (7 clips to 6);
     # rceil -> 2 (7/2 = 3.5 fits). E4M3 amax 957: 2^(9-8) = 2, 957/2 clips to 448 -> 896.
     msg = right(capsys, ex.check_mx_scale, [7.0, 1.0, -2.0, 0.0], "mxfp4", 1.0)
@@ -367,7 +364,6 @@ def test_mx_scale_and_bits(capsys):
 
 
 def test_sequential_sum(capsys):
-    pytest.importorskip("lowprec.matmul", reason="lowprec.matmul is not merged yet")
     for value, count in [(0.5, 10_000), (1.0, 4096), (0.25, 100), (3.0, 5000)]:
         s = np.float16(0)
         for _ in range(count):  # numpy float16 addition rounds to nearest even each time

@@ -1,17 +1,18 @@
 """The fast paths (vectorised float32 kernels, stochastic words made in the
 kernels) against the reference kernels built on round_pack.
 
-``encode(..., flags=True)`` always takes the reference path (convert_one ->
-round_pack), ``encode`` and ``round_to`` without flags take the fast ones, and
-both draw the same stochastic-rounding words, so they must agree bit for bit,
-in every mode, stochastic included.
+``encode`` and ``round_to`` take ``_kernels.convert``'s fast path; the tests
+call its ``path="reference"`` (convert_one -> round_pack for every element)
+with the same stochastic-rounding seeds, so both must agree bit for bit, in
+every mode, stochastic included.
 """
 
 import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec import _engine
+from lowprec._kernels import convert, params, sr
+from lowprec._runtime import _CHUNK
 
 FORMATS = ["fp32", "fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp8_e3m4",
            "fp6_e3m2", "fp6_e2m3", "fp4_e2m1"]
@@ -43,13 +44,35 @@ def _inputs(fmt, is64=False):
     return x
 
 
+def _reference(x, fmt, mode, rng=None, values=False):
+    """Codes (or values) of ``x`` through the reference path of ``_kernels.convert``,
+    with the stochastic-rounding seeds that encode and round_to draw from ``rng``."""
+    f = lp.get_format(fmt)
+    bits = x.view(np.uint64 if x.dtype == np.float64 else np.uint32)
+    assert bits.size <= _CHUNK  # one chunk: encode draws all its seeds at once
+    seeds = (np.random.default_rng(rng).bit_generator.random_raw(-(-bits.size // sr.SR_BLOCK))
+             if mode == "stochastic" else np.empty(0, np.uint64))
+    if values:
+        out = np.empty(bits.size, np.float32 if x.dtype == np.float32 else np.float64)
+        res = convert.to_values(f, bits, params.MODE_INT[mode], out, seeds=seeds,
+                                path="reference")
+    else:
+        out = np.empty(bits.size, f.code_dtype)
+        res = convert.to_codes(f, bits, params.MODE_INT[mode], out, seeds=seeds,
+                               path="reference")
+    assert res == (-1, 0)
+    return out
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_fast_equals_reference_every_mode_float32(fmt):
     f = lp.get_format(fmt)
     x = _inputs(f)
+    # The fast side really takes a fast kernel: the vectorised one for these formats.
+    assert convert.fast_path(f, False, True, False) == "vec32"
     for mode in lp.MODES:
         kw = {"rng": 12} if mode == "stochastic" else {}
-        ref, _ = lp.encode(x, f, mode, flags=True, **kw)
+        ref = _reference(x, f, mode, **kw)
         fast = lp.encode(x, f, mode, **kw)
         bad = np.flatnonzero(fast != ref)
         assert bad.size == 0, (
@@ -59,16 +82,18 @@ def test_fast_equals_reference_every_mode_float32(fmt):
         want = lp.decode(ref, f).astype(np.float32)
         same = (vals.view(np.uint32) == want.view(np.uint32)) | (np.isnan(vals) & np.isnan(want))
         assert same.all(), f"{fmt} {mode}: round_to differs at x={x[~same][0]!r}"
+        ref_vals = _reference(x, f, mode, values=True, **kw)
+        assert np.array_equal(vals.view(np.uint32), ref_vals.view(np.uint32))
 
 
 @pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp8_e5m2", "fp4_e2m1"])
 def test_fast_equals_reference_float64(fmt):
     x = _inputs(fmt, is64=True)
     x = np.concatenate([x, x * (1 + 2.0**-40)])  # bits below float32's precision
+    assert convert.fast_path(lp.get_format(fmt), True, True, False) == "scalar"
     for mode in lp.MODES:
         kw = {"rng": 5} if mode == "stochastic" else {}
-        ref, _ = lp.encode(x, fmt, mode, flags=True, **kw)
-        np.testing.assert_array_equal(lp.encode(x, fmt, mode, **kw), ref)
+        np.testing.assert_array_equal(lp.encode(x, fmt, mode, **kw), _reference(x, fmt, mode, **kw))
 
 
 def test_stochastic_is_independent_of_threads_and_chunks(monkeypatch):
@@ -79,7 +104,7 @@ def test_stochastic_is_independent_of_threads_and_chunks(monkeypatch):
         runs.append(lp.round_to(x, "fp8_e4m3", "stochastic", rng=np.random.default_rng(9)))
     assert all(np.array_equal(runs[0], r) for r in runs[1:])
     # A prefix of whole blocks gets the same words as the whole array.
-    n = 3 * _engine.SR_BLOCK
+    n = 3 * sr.SR_BLOCK
     np.testing.assert_array_equal(lp.round_to(x[:n], "fp8_e4m3", "stochastic", rng=9),
                                   runs[0][:n])
     assert not np.array_equal(lp.round_to(x, "fp8_e4m3", "stochastic", rng=10), runs[0])
@@ -102,7 +127,7 @@ def test_sr_word_is_splitmix64():
 
     for seed in (0, 1, 0xDEADBEEF, mask):
         want = splitmix(seed, 50)
-        got = [int(_engine.sr_word(np.uint64(seed), j)) for j in range(50)]
+        got = [int(sr.sr_word(np.uint64(seed), j)) for j in range(50)]
         assert got == want
 
 
@@ -130,6 +155,24 @@ def test_formats_without_mantissa_bits_round_ties_up(is64):
     x = np.array([3.0, 6.0, 12.0, 0.75, -3.0, 1.5, 2.9], dt)
     for f in (custom_format(4, 0, has_inf=False, nan="max"),
               custom_format(3, 0, has_inf=False, nan="none")):
-        ref, _ = lp.encode(x, f, flags=True)
-        np.testing.assert_array_equal(lp.encode(x, f), ref)
+        assert convert.fast_path(f, is64, True, False) == "reference"
+        np.testing.assert_array_equal(lp.encode(x, f), _reference(x, f, "rne"))
         np.testing.assert_array_equal(lp.round_to(x, f), [4, 8, 16, 1, -4, 2, 2])
+
+
+def test_entry_points_refuse_what_they_cannot_do():
+    f = lp.get_format("fp8_e4m3")
+    bits = np.ones(3, np.float32).view(np.uint32)
+    codes = np.empty(3, np.uint8)
+    with pytest.raises(ValueError, match="path must be one of"):
+        convert.to_codes(f, bits, params.RNE, codes, path="quick")
+    with pytest.raises(ValueError, match="flags come from path='reference'"):
+        convert.to_codes(f, bits, params.RNE, codes, flags=np.empty(3, np.uint8), path="fast")
+    with pytest.raises(ValueError, match="seed per"):
+        convert.to_codes(f, bits, params.STOCHASTIC, codes, path="reference")
+    with pytest.raises(TypeError, match="uint32/uint64"):
+        convert.to_codes(f, bits.view(np.int32), params.RNE, codes)
+    # Flush to zero and float64 without room in the exponent leave the vectorised kernel.
+    assert convert.fast_path(f, False, True, True) == "scalar"
+    assert convert.fast_path(lp.get_format("e8m0"), False, True, False) == "reference"
+    assert convert.fast_path(f, False, False, False) == "reference"

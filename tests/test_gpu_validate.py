@@ -204,21 +204,14 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
         return exact.astype(np.float16 if out == "float16" else np.float32)
     monkeypatch.setattr(rt, "matmul", matmul)
 
-    # Stand-ins for lowprec.arith (no usable ops) and lowprec.matmul (one model).
-    import lowprec
-
-    fake_arith = types.ModuleType("lowprec.arith")
-    monkeypatch.setitem(sys.modules, "lowprec.arith", fake_arith)
-    monkeypatch.setattr(lowprec, "arith", fake_arith, raising=False)
-    fake_mm = types.ModuleType("lowprec.matmul")
-    fake_mm.list_models = lambda: {"exact": "exact sum, rounded once", "broken": "raises"}
-
+    # lowprec.arith is the real one; lowprec.matmul's model list is replaced by one model
+    # that runs and one that refuses these operands.
     def fake_matmul(a, b, *, inputs, accumulate, model):
         if model == "broken":
             raise ValueError("stand-in model that cannot run")
         return a.astype(np.float64) @ b
-    fake_mm.matmul = fake_matmul
-    monkeypatch.setitem(sys.modules, "lowprec.matmul", fake_mm)
+    monkeypatch.setattr(V, "list_models", lambda: {"exact": "exact sum", "broken": "raises"})
+    monkeypatch.setattr(V, "lp_matmul", fake_matmul)
 
     report = V.run(gpu=True, quick=True, log=lambda s: None)
     sweeps = {r["name"]: r for r in report["conversion_sweeps"]}
@@ -235,7 +228,12 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
     fp16 = next(r for r in report["gemm"] if r["format"] == "fp16" and r["shape"][2] == 256)
     assert fp16["all_models"]["lowprec.matmul:exact"] == fp16["outputs"]
     assert not any("broken" in k for k in fp16["all_models"])
-    assert all("could not be called" in r["lowprec_arith"] for r in report["arithmetic"]["samples"])
+    assert fp16["models_not_run"] == {"lowprec.matmul:broken": "not run: stand-in model that "
+                                                               "cannot run"}
+    # The planted 1 + 2 -> 0x4201 is confirmed wrong by lowprec.arith (which says 0x4200).
+    assert add["recorded_confirmed_by_lowprec_arith"] == add["recorded"]
+    exact_ops = [r for r in report["arithmetic"]["samples"] if r["op"] in ("add", "sub", "mul")]
+    assert exact_ops and all(r["mismatches_vs_lowprec_arith"] == 0 for r in exact_ops)
     _, m = V.write_report(report, tmp_path)
     text = m.read_text()
     assert "stand-in" in text and "First mismatches" in text and "GEMM accumulation" in text

@@ -21,6 +21,7 @@ from matplotlib.patches import Rectangle, StepPatch
 
 import lowprec as lp
 import lowprec.plot as lpp
+from lowprec.plot import _style
 
 # format name -> (ml_dtypes/numpy dtype, bits)
 REFS = {
@@ -124,7 +125,7 @@ def test_underflow_histogram_counts_and_regions(formats):
     assert len(table) == 1 + len(formats) + 1  # header, one row per format, zeros note
     assert "37 exact zeros" in table[-1]
     sh = lpp.underflow_shares(x, formats[0])
-    assert lpp._pct(sh["zero"]) in table[1]
+    assert _style._pct(sh["zero"]) in table[1]
 
 
 def test_underflow_histogram_loss_scale_shifts_by_log2_s():
@@ -395,8 +396,7 @@ def test_readme_example_runs(tmp_path, monkeypatch):
 
 def test_demo_figures_from_real_runs(tmp_path):
     """lowprec demo hands its runs to figures.demo_figures; short real runs here."""
-    train = pytest.importorskip("lowprec.train")
-    from lowprec import figures
+    from lowprec import figures, train
 
     runs = {p: train.train(p, "underflow", steps=12, seed=0, eval_every=4)
             for p in ("fp32", "fp16-naive", "fp16-amp", "bf16-pure")}

@@ -7,8 +7,8 @@
 * sign-symmetric: round(-x) == -round(x) for rne, rna, rtz, odd, and
   rup(-x) == -rdown(x);
 * decode(encode(x)) == round_to(x), float32 and float64 inputs agree;
-* ``_engine.fast_kernel`` (the specialised path) gives the same codes and
-  values as ``_engine.encode_kernel``/``round_kernel`` (the reference path
+* ``fast.fast_kernel`` (the specialised path) gives the same codes and
+  values as ``engine.encode_kernel``/``round_kernel`` (the reference path
   through ``round_pack``) on random float32 and float64 bit patterns, in every
   mode (stochastic with the same random words), saturate and flush-to-zero on
   and off.
@@ -22,8 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lowprec as lp
-from lowprec import _engine
-from lowprec.rounding import _MODE_INT
+from lowprec._kernels import engine, fast, params
 
 FORMATS = list(lp.FORMATS)
 DET_MODES = ["rne", "rna", "rtz", "rup", "rdown", "odd"]
@@ -145,8 +144,8 @@ def bits_of(dtype: type) -> int:
 
 def _fast_and_generic(fmt, bits: np.ndarray, mode: str, saturate: bool, ftz: bool, rnd):
     """Codes and values from the fast kernel and from the generic kernels."""
-    P = _engine.format_params(fmt)
-    m = _MODE_INT[mode]
+    P = params.format_params(fmt)
+    m = params.MODE_INT[mode]
     is64 = bits.dtype == np.uint64
     n = bits.size
     ftype = np.float64 if is64 else np.float32
@@ -154,15 +153,15 @@ def _fast_and_generic(fmt, bits: np.ndarray, mode: str, saturate: bool, ftz: boo
     vals_fast = np.empty(n, ftype)
     no_bits, no_vals = np.empty(0, bits.dtype), np.empty(0, ftype)
     no_codes = np.empty(0, fmt.code_dtype)
-    r1 = _engine.fast_kernel(P, bits, is64, m, saturate, ftz, rnd, no_bits, no_vals,
+    r1 = fast.fast_kernel(P, bits, is64, m, saturate, ftz, rnd, no_bits, no_vals,
                              codes_fast, 1)
-    r2 = _engine.fast_kernel(P, bits, is64, m, saturate, ftz, rnd, vals_fast.view(bits.dtype),
+    r2 = fast.fast_kernel(P, bits, is64, m, saturate, ftz, rnd, vals_fast.view(bits.dtype),
                              vals_fast, no_codes, 0)
     codes_gen = np.empty(n, fmt.code_dtype)
     vals_gen = np.empty(n, np.float64)
-    r3 = _engine.encode_kernel(P, bits, is64, m, saturate, ftz, rnd, codes_gen,
+    r3 = engine.encode_kernel(P, bits, is64, m, saturate, ftz, rnd, codes_gen,
                                np.empty(0, np.uint8), False)
-    r4 = _engine.round_kernel(P, bits, is64, m, saturate, ftz, rnd, vals_gen)
+    r4 = engine.round_kernel(P, bits, is64, m, saturate, ftz, rnd, vals_gen)
     assert tuple(r1) == tuple(r2) == tuple(r3) == tuple(r4)
     return codes_fast, vals_fast.astype(np.float64), codes_gen, vals_gen
 

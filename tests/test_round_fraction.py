@@ -227,11 +227,10 @@ def test_round_pack_wide_significands_and_sticky(name: str) -> None:
     a quantum of the format: "a little more", as round_pack documents)."""
     from fractions import Fraction
 
-    from lowprec import _engine
-    from lowprec.rounding import _MODE_INT
+    from lowprec._kernels import engine, params
 
     fmt = lp.get_format(name)
-    P = _engine.format_params(fmt)
+    P = params.format_params(fmt)
     rng = np.random.default_rng(sum(map(ord, name)))
     e_lo = fmt.emin - fmt.mantissa_bits - 4
     e_hi = fmt.emax + 2
@@ -246,8 +245,8 @@ def test_round_pack_wide_significands_and_sticky(name: str) -> None:
         x = -x if negative else x
         for mode in DETERMINISTIC_MODES:
             for saturate, ftz in ((False, False), (True, False), (False, True)):
-                code, _, status = _engine.round_pack(P, negative, np.int64(sig), lsb_exp, sticky,
-                                                     _MODE_INT[mode], saturate, ftz,
+                code, _, status = engine.round_pack(P, negative, np.int64(sig), lsb_exp, sticky,
+                                                     params.MODE_INT[mode], saturate, ftz,
                                                      np.uint64(0))
                 assert status == 0
                 got = float(lp.decode(int(code), fmt))

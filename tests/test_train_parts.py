@@ -90,9 +90,6 @@ def test_policy_validation_and_round_trip():
 
 
 def test_accumulation_model_from_lowprec_matmul():
-    mm = pytest.importorskip("lowprec.matmul")
-    if not hasattr(mm, "matmul"):
-        pytest.skip("lowprec.matmul has no matmul function")
     from lowprec.train import train
 
     fp32 = train("fp16-amp", steps=3, eval_every=3)

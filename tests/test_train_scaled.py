@@ -1,15 +1,10 @@
 """FP8 (delayed per-tensor scaling) and MX presets on real runs of the default task.
-
-They need lowprec.scaling and lowprec.mx (the scaled-formats module) and skip without them.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
-pytest.importorskip("lowprec.scaling")
-pytest.importorskip("lowprec.mx")
 
 from lowprec.train import train
 

@@ -42,37 +42,8 @@ def test_there_are_tutorials():
     assert len(set(numbers)) == len(numbers) and all(1 <= n <= 99 for n in numbers)
 
 
-def _missing_api(text: str) -> list[str]:
-    """The lowprec modules and names a tutorial uses that this checkout does not have yet.
-
-    Other branches deliver the APIs of later tutorials; until they are merged such a
-    tutorial is skipped, naming what it waits for. With everything merged nothing is.
-    """
-    import importlib
-
-    import lowprec
-
-    wanted = set(re.findall(r"^\s*from (lowprec(?:\.\w+)+) import", text, flags=re.MULTILINE))
-    for names in re.findall(r"^\s*from lowprec import ([\w, ]+)", text, flags=re.MULTILINE):
-        wanted |= {f"lowprec.{n.split(' as ')[0].strip()}" for n in names.split(",")
-                   if n.strip()}
-    missing = []
-    for mod in sorted(wanted):
-        try:
-            importlib.import_module(mod)
-        except ImportError:
-            missing.append(mod)
-    for name in sorted(set(re.findall(r"\blp\.(\w+)", text))):
-        if not hasattr(lowprec, name) and f"lowprec.{name}" not in missing:
-            missing.append(f"lowprec.{name}")
-    return missing
-
-
 @pytest.mark.parametrize("path", TUTORIALS, ids=IDS)
 def test_tutorial_runs_and_its_solutions_pass(path, tmp_path):
-    missing = _missing_api(path.read_text(encoding="utf-8"))
-    if missing:
-        pytest.skip(f"{path.name} waits on {', '.join(missing)} (not merged into this branch)")
     result = _run(path, tmp_path)
     assert result.returncode == 0, (
         f"{path.name} failed:\n--- stdout (end) ---\n{result.stdout[-3000:]}\n"
@@ -156,10 +127,7 @@ def test_student_version_has_no_solutions(path):
 
 def test_student_version_stops_at_the_first_exercise(tmp_path):
     written = tutorials.write_student_versions(tmp_path / "student")
-    runnable = [p for p in written if not _missing_api(p.read_text(encoding="utf-8"))]
-    if not runnable:
-        pytest.skip("every tutorial waits on an API not merged into this branch")
-    result = _run(runnable[0], tmp_path)
+    result = _run(written[0], tmp_path)
     assert result.returncode != 0
     assert "NotImplementedError: Exercise 1" in result.stderr, result.stderr[-2000:]
 
@@ -278,14 +246,12 @@ def test_render_executes_a_notebook_with_its_figures(tmp_path):
     pytest.importorskip("ipykernel", reason="needs the 'tutorials' extra")
     import json
 
-    runnable = [p for p in TUTORIALS if not _missing_api(p.read_text(encoding="utf-8"))]
-    if not runnable:
-        pytest.skip("every tutorial waits on an API not merged into this branch")
-    written = tutorials.render_notebooks(tmp_path, only=[runnable[0].name[:2]])
+    first = TUTORIALS[0]
+    written = tutorials.render_notebooks(tmp_path, only=[first.name[:2]])
     nb = json.loads(written[0].read_text(encoding="utf-8"))
     outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     images = sum("image/png" in o.get("data", {}) for o in outputs)
-    shown = len(re.findall(r"show\(\w+, \"", runnable[0].read_text(encoding="utf-8")))
+    shown = len(re.findall(r"show\(\w+, \"", first.read_text(encoding="utf-8")))
     assert images == shown, f"{images} images in the notebook, {shown} show() calls"
     assert not any(o.get("output_type") == "error" for o in outputs)
     assert any("Correct:" in "".join(o.get("text", "")) for o in outputs)

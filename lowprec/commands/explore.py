@@ -7,21 +7,22 @@ import functools
 import http.server
 from pathlib import Path
 
-EXAMPLES = """examples:
-  lowprec explore                                  # writes ./explorer.html; open it
-  lowprec explore --out slides/fp8.html --format e4m5 --format e5m6
-  lowprec explore --serve --port 8000              # http://127.0.0.1:8000/explorer.html
-  open 'explorer.html?format=fp8_e4m3&value=0.1'   # a state to link from a slide"""
+from ._common import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "explore", help="write a self-contained HTML format explorer (bits, rounding, MX)",
+    p = add_command(
+        sub, "explore", help="write a self-contained HTML format explorer (bits, rounding, MX)",
         description="Write one offline HTML page that explores every format of 16 bits or "
         "fewer: clickable bits, value, class and neighbours of a code; a number rounded in "
         "all seven modes with its error in ulps; an MX/NVFP4 block panel. Every value is "
         "computed by lowprec and embedded. The state is in the URL (?format=fp8_e4m3&value=0.1).",
-        epilog=EXAMPLES, formatter_class=_Formatter)
+        examples=[
+            'lowprec explore                                  # writes ./explorer.html; open it',
+            'lowprec explore --out slides/fp8.html --format e4m5 --format e5m6',
+            'lowprec explore --serve --port 8000              # http://127.0.0.1:8000/explorer.html',
+            "open 'explorer.html?format=fp8_e4m3&value=0.1'   # a state to link from a slide",
+        ])
     p.add_argument("--out", default="explorer.html", metavar="FILE", help="the page to write")
     p.add_argument("--format", action="append", default=[], metavar="FORMAT", dest="formats",
                    help="also show this custom format, eXmY (e4m5, e5m6: IEEE-style); repeat")
@@ -30,10 +31,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="after writing, serve the page's folder on 127.0.0.1 (Ctrl-C stops)")
     p.add_argument("--port", type=int, default=8000, help="port for --serve")
     p.set_defaults(func=run)
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
 
 
 def run(args: argparse.Namespace) -> int:

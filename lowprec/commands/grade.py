@@ -7,25 +7,22 @@ import os
 import sys
 from pathlib import Path
 
-EXAMPLES = """examples:
-  lowprec grade submissions/*.py --tutorial 01
-  lowprec grade submitted/ --tutorial 02 --roster roster.csv --seed 2026 --out grades.csv
-  lowprec grade alice.ipynb --tutorial 01 --reveal       # feedback with the solutions"""
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
+from ._common import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "grade", help="grade students' tutorial submissions (.py or .ipynb)",
+    p = add_command(
+        sub, "grade", help="grade students' tutorial submissions (.py or .ipynb)",
         description="Run each submission in its own subprocess (time and memory limits), "
         "check every exercise's answers with lowprec's checkers and the teacher's checking "
         "calls (with each student's variant when a roster is given), and write a CSV (one "
         "row per submission), one feedback file per student and a class summary. Feedback "
         "gives the diagnosis and a hint, not the solution, unless --reveal.",
-        epilog=EXAMPLES, formatter_class=_Formatter)
+        examples=[
+            'lowprec grade submissions/*.py --tutorial 01',
+            'lowprec grade submitted/ --tutorial 02 --roster roster.csv --seed 2026 --out grades.csv',
+            'lowprec grade alice.ipynb --tutorial 01 --reveal       # feedback with the solutions',
+        ])
     p.add_argument("submissions", nargs="+", metavar="SUBMISSION",
                    help="submitted files (.py percent scripts or .ipynb), or folders of them")
     p.add_argument("--tutorial", required=True, metavar="NN", help="the tutorial, e.g. 01")

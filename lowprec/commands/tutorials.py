@@ -5,27 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXAMPLES = """examples:
-  lowprec tutorials list
-  lowprec tutorials student handout/
-  lowprec tutorials student handouts/ --roster roster.csv --seed 2026   # one per student
-  lowprec tutorials render notebooks/ --only 01 05
-  lowprec tutorials render handout-nb/ --student --no-execute"""
-
-
-class _Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    pass
+from ._common import add_command
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "tutorials", help="list tutorials, write the student version, render notebooks",
+    p = add_command(
+        sub, "tutorials", help="list tutorials, write the student version, render notebooks",
         description="Teacher's tools. 'student DIR' writes the tutorials with every solution "
         "replaced by an exercise stub (with --roster: one folder per student, each with its "
         "own variant of the numbers); 'render DIR' writes executed .ipynb notebooks (needs "
         "the 'tutorials' extra: jupytext, nbclient, ipykernel). The tutorials ship with the "
         "package; --source points at another folder of them.",
-        epilog=EXAMPLES, formatter_class=_Formatter)
+        examples=["lowprec tutorials list", "lowprec tutorials student handout/",
+                  "lowprec tutorials student handouts/ --roster roster.csv --seed 2026",
+                  "lowprec tutorials render notebooks/ --only 01 05",
+                  "lowprec tutorials render handout-nb/ --student --no-execute"])
     p.add_argument("action", choices=["list", "student", "render"])
     p.add_argument("dir", nargs="?", metavar="DIR", help="folder to write into")
     p.add_argument("--source", metavar="SRC",

@@ -138,7 +138,10 @@ def read_submission(path: str | Path) -> list[dict[str, Any]]:
 
 # ------------------------------------------------------------- running
 def _lowprec_root() -> str:
-    return str(Path(_exercises.__file__).resolve().parent.parent)
+    """The folder holding the ``lowprec`` package this process imported."""
+    import lowprec
+
+    return str(Path(lowprec.__file__).resolve().parent.parent)
 
 
 def _run(cells: list[dict[str, Any]], exercises: list[Exercise], timeout: float,
@@ -222,11 +225,6 @@ def _decode_value(v: Any) -> Any:
     return v
 
 
-def split_feedback(message: str) -> tuple[str, str]:
-    """(what the student may read, the solution) of a checker's message."""
-    return message, ""
-
-
 def run_check(check: Check, values: dict[str, Any]) -> tuple[bool, str, str, str]:
     """Call the teacher's check with the recorded values: (passed, feedback, mistake, solution)."""
     call = ast.parse(check.call, mode="eval").body
@@ -247,8 +245,9 @@ def run_check(check: Check, values: dict[str, Any]) -> tuple[bool, str, str, str
         with contextlib.redirect_stdout(printed):
             fn(*args, **kwargs)
     except _exercises.ExerciseError as exc:
-        feedback, solution = split_feedback(str(exc))
-        return False, feedback, feedback.split(". ")[-1][:120], solution
+        # The diagnosis and hint for the student; the solution only for the teacher.
+        mistake = exc.hint.split(": ")[0].split(". ")[0] if exc.hint else "wrong value"
+        return False, exc.feedback(reveal=False), mistake, exc.solution
     except Exception as exc:  # a wrong kind of answer the checker did not foresee
         message = f"your answer could not be checked ({type(exc).__name__}: {exc})"
         return False, message, type(exc).__name__, ""

@@ -19,7 +19,6 @@ likewise the master-to-compute cast of all parameters is one call per step.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 from collections.abc import Callable
 
@@ -27,6 +26,7 @@ import numpy as np
 
 from ..autograd import Tensor, round_grad, round_value
 from ..autograd.tensor import matmul
+from ..matmul import matmul as lp_matmul
 from ..rounding import round_to
 from .policy import Policy, Quant
 from .quant import Rounder, SiteStats, make_rounder, smallest_normal, watched
@@ -43,13 +43,6 @@ def product_for(policy: Policy) -> Product:
         return np.matmul
     if acc == "fp64":
         return lambda a, b: (a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)
-    try:  # the arithmetic module's accumulation models
-        lp_matmul = importlib.import_module("lowprec.matmul").matmul
-    except (ImportError, AttributeError):
-        raise ValueError(
-            f"accumulate={acc!r} needs lowprec.matmul (the arithmetic module), which this "
-            "installation does not have; use 'fp32' or 'fp64'"
-        ) from None
     acc_fmt, _, model = acc.rpartition(":")
     q = policy.activations
     inputs = q.format if q is not None and q.scaling == "none" else "fp32"

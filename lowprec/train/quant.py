@@ -13,12 +13,12 @@ overflowed to inf/NaN.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import mx, scaling
 from ..formats import get_format
 from ..rounding import round_to
 from .policy import Quant
@@ -26,21 +26,6 @@ from .policy import Quant
 __all__ = ["Rounder", "SiteStats", "make_rounder"]
 
 Rounder = Callable[[np.ndarray], np.ndarray]
-
-#: MX format name -> the element format (for the subnormal threshold).
-_MX_ELEMENT = {"mxfp8_e4m3": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp6_e3m2": "fp6_e3m2",
-               "mxfp6_e2m3": "fp6_e2m3", "mxfp4": "fp4_e2m1"}
-
-
-def _need(module: str, what: str):
-    """Import ``lowprec.<module>`` or explain which piece of lowprec is missing."""
-    try:
-        return importlib.import_module(f"lowprec.{module}")
-    except ImportError as exc:
-        raise ValueError(
-            f"{what} needs lowprec.{module}, which this installation does not have ({exc})"
-        ) from None
-
 
 def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
     """A function rounding arrays as ``q`` says (``axis``: the MX block axis).
@@ -55,7 +40,6 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
         return lambda x: round_to(x, fmt, q.mode)
     rng_arg = {"rng": rng} if q.mode == "stochastic" else {}
     if q.scaling == "delayed":
-        scaling = _need("scaling", f"delayed scaling ({q.format})")
         ds = scaling.DelayedScaling(q.format)
 
         def delayed(x: np.ndarray) -> np.ndarray:
@@ -64,7 +48,6 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
             return np.asarray(y, dtype=x.dtype)
 
         return delayed
-    mx = _need("mx", f"MX quantization ({q.format})")
 
     def mx_round(x: np.ndarray) -> np.ndarray:
         t = mx.quantize(x, q.format, axis=axis, block_size=32, mode=q.mode, **rng_arg)

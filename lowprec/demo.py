@@ -13,15 +13,14 @@ refused when named with ``--out``, and skipped for a fresh name
 
 from __future__ import annotations
 
-import importlib
 import sys
 import time
 from pathlib import Path
 from typing import TextIO
 
-from .policy import POLICIES, get_policy
-from .results import RunResult, save_run
-from .runner import train
+from .train.policy import POLICIES, get_policy
+from .train.results import RunResult, save_run
+from .train.runner import train
 
 __all__ = ["DEMO_POLICIES", "ProgressBar", "choose_out_dir", "format_table", "run_demo"]
 
@@ -98,19 +97,6 @@ def format_table(runs: dict[str, RunResult]) -> str:
     return "\n".join(lines)
 
 
-def _available(policy: str) -> str | None:
-    """None if the policy can run here, else why not (a scaled format not installed)."""
-    p = get_policy(policy)
-    for q in (p.weights, p.activations, p.act_grads, p.weight_grads):
-        if q is not None and q.scaling != "none":
-            module = "scaling" if q.scaling == "delayed" else "mx"
-            try:
-                importlib.import_module(f"lowprec.{module}")
-            except ImportError:
-                return f"needs lowprec.{module}, not in this installation"
-    return None
-
-
 def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIES,
              task: str = "underflow", steps: int = 600, seed: int = 0, figures: bool = True,
              stream: TextIO | None = None, progress: TextIO | None = None
@@ -122,13 +108,8 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
     folder = choose_out_dir(out)
     runs: dict[str, RunResult] = {}
     bar = ProgressBar(progress)
-    skipped = []
     t0 = time.perf_counter()
     for name in policies:
-        why = _available(name)
-        if why:
-            skipped.append(f"{name} ({why})")
-            continue
         folder.mkdir(parents=True, exist_ok=True)
         (folder / MARKER).write_text("written by lowprec demo; safe to overwrite\n")
         bar.start(f"{name}")
@@ -141,8 +122,6 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
           "values non-zero\nbefore rounding and zero after.  updates lost: non-zero weight "
           "updates that left the\nstored weight unchanged.  skipped: steps skipped for inf/NaN "
           "gradients.", file=stream)
-    if skipped:
-        print("\nnot run: " + "; ".join(skipped), file=stream)
     print(f"\nresults: {folder}/<policy>/run.json (+ grads.npz)", file=stream)
     if figures:
         _figures(runs, folder, stream)
@@ -150,15 +129,7 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
 
 
 def _figures(runs: dict[str, RunResult], folder: Path, stream: TextIO) -> None:
-    try:
-        fig_mod = importlib.import_module("lowprec.figures")
-    except ImportError:
-        print("figures: lowprec.figures is not installed; skipped", file=stream)
-        return
-    draw = getattr(fig_mod, "demo_figures", None)
-    if draw is None:
-        print("figures: lowprec.figures has no demo_figures(runs, out); skipped", file=stream)
-        return
-    written = draw(runs, folder)
-    for path in written or []:
+    from .figures import demo_figures  # matplotlib: only when figures are drawn
+
+    for path in demo_figures(runs, folder):
         print(f"figure: {path}", file=stream)

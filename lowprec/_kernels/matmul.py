@@ -4,7 +4,7 @@ Every kernel takes the codes of A (M x K, input format ``Pi``) and of B
 transposed (N x K), computes rows ``i0 .. i1`` of the output, and ends each
 element by converting its accumulator into the output format ``Po`` with
 ``round_pack``. All arithmetic is exact integer arithmetic plus the one
-rounding engine, like ``lowprec._arith``.
+rounding engine, like ``lowprec._kernels.arith``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._arith import (
+from .arith import (
     FINITE,
     INF,
     QNAN,
@@ -27,7 +27,7 @@ from ._arith import (
     unpack,
     zero_result,
 )
-from ._engine import P_M, RDOWN, convert_one, decode_one
+from .engine import RDOWN, convert_one, decode_one
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
@@ -74,7 +74,7 @@ def product_specials(Pi, a, b, k0, k1, i, j):
 @_jit
 def sequential_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
     """acc = fma(a[i,k], b[k,j], acc) for k in order, rounded to Pa each step."""
-    pin = Pi[P_M] + 1
+    pin = Pi.m + 1
     K = a.shape[1]
     for i in range(i0, i1):
         for j in range(b.shape[0]):
@@ -91,7 +91,7 @@ def sequential_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
 
 @_jit
 def _sequential_range(Pi, Pa, a, b, i, j, k0, k1, acc, mode):
-    pin = Pi[P_M] + 1
+    pin = Pi.m + 1
     for k in range(k0, k1):
         ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
         kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
@@ -130,7 +130,7 @@ def pairwise_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
                 kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
                 # a*b + (+0): the product rounded once to Pa.
                 buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
-                                              np.int64(0), 0, Pi[P_M] + 1, mode, False, False,
+                                              np.int64(0), 0, Pi.m + 1, mode, False, False,
                                               _U0), mode, False, False, _U0)[0]
             n = K
             if n == 0:
@@ -267,7 +267,7 @@ def _tc_block_sum(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits):
     if emax == -(1 << 30):
         return zero_result(False)
     # Keep bits down to 2**lsb: p_acc bits of the largest term plus align_bits.
-    lsb = emax - Pa[P_M] - align_bits
+    lsb = emax - Pa.m - align_bits
     S = np.int64(0)
     if kc == FINITE:
         t = _truncate(sc, ec, lsb)
@@ -416,7 +416,7 @@ def _tc_block_fast_sum(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, kc, nc, sc, ec,
             emax = max(emax, e)
     if emax == -(1 << 30):
         return zero_result(False)
-    lsb = emax - Pa[P_M] - align_bits
+    lsb = emax - Pa.m - align_bits
     S = np.int64(0)
     if kc == FINITE:
         t = _truncate(sc, ec, lsb)

@@ -1,0 +1,41 @@
+"""``lowprec validate [--gpu]``: GPU kernels against the emulator, bit for bit."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._common import EXIT_NO_GPU, add_command
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = add_command(
+        sub, "validate", help="check GPU kernels bit for bit against the emulator",
+        description="Compare lowprec's GPU kernels with the CPU emulator bit for bit and "
+        "write validation.json and validation.md. Without --gpu only the emulator-side "
+        "checks run.",
+        examples=["lowprec validate --quick", "lowprec validate --gpu --out report/"])
+    p.add_argument("--gpu", action="store_true",
+                   help="run the GPU kernels (needs CuPy and an NVIDIA GPU, sm_89+)")
+    p.add_argument("--quick", action="store_true", help="smaller samples (a minute or less)")
+    p.add_argument("--out", default="validation-report", metavar="DIR",
+                   help="directory for validation.json and validation.md")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Hardware against emulator, bit for bit (emulator-side checks only without --gpu)."""
+    from .. import validate
+    from ..gpu import _runtime
+
+    if args.gpu:
+        reason = _runtime.unavailable_reason()
+        if reason is not None:
+            print(f"lowprec validate: --gpu needs CuPy and an NVIDIA GPU (sm_89+): {reason}",
+                  file=sys.stderr)
+            return EXIT_NO_GPU
+    report = validate.run(gpu=args.gpu, quick=args.quick,
+                          log=lambda s: print(s, flush=True))
+    json_path, md_path = validate.write_report(report, args.out)
+    print(f"wrote {json_path} and {md_path}")
+    return 0

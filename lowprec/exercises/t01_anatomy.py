@@ -1,0 +1,268 @@
+"""Tutorial 01, anatomy of a format: largest, smallest, decoding, counting, spacing."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..formats import FloatFormat, get_format
+from ..rounding import decode, encode, round_to
+from ._common import _bits, _number, _ok, _pow2, _same, _wrong_answer
+
+__all__ = [
+    "check_decode",
+    "check_fp16_max",
+    "check_max",
+    "check_num_finite",
+    "check_smallest_normal",
+    "check_smallest_subnormal",
+    "check_spacing",
+]
+
+
+def _why_max(f: FloatFormat) -> str:
+    m = f.mantissa_bits
+    ones = "1" * m
+    e_top = f.exponent_field_max
+    if f.nan == "ieee":
+        return (
+            f"the all-ones exponent field ({e_top}) is reserved for inf/NaN, so the top finite "
+            f"binade has exponent field {e_top - 1}, i.e. 2^({e_top - 1}-{f.bias}) = 2^{f.emax}, "
+            f"and the largest mantissa there is 1.{ones}b: (2 - 2^-{m}) * 2^{f.emax} = "
+            f"{_pow2(f.max)}"
+        )
+    if f.nan == "max":
+        if not f.signed or m == 0:
+            return f"only the all-ones code is NaN, so the largest value is 2^{f.emax}"
+        return (
+            f"only the all-ones code S.{'1' * f.exponent_bits}.{ones} is NaN (OCP 'fn': no "
+            f"infinities), so the all-ones exponent field {e_top} is an ordinary binade "
+            f"2^({e_top}-{f.bias}) = 2^{f.emax}, whose largest number has mantissa "
+            f"1.{ones[:-1]}0b: {_pow2(f.max)}"
+        )
+    if f.nan == "negzero":
+        return (
+            f"its only NaN is the code that would be -0, so every other code is a number and "
+            f"the largest is exponent field {e_top} (2^({e_top}-{f.bias}) = 2^{f.emax}) with "
+            f"mantissa 1.{ones}b: {_pow2(f.max)}"
+        )
+    return (
+        f"it has no inf and no NaN, so the all-ones code is a number: exponent field {e_top} "
+        f"(2^({e_top}-{f.bias}) = 2^{f.emax}) and mantissa 1.{ones}b: {_pow2(f.max)}"
+    )
+
+
+def check_max(fmt: FloatFormat | str, answer: Any) -> None:
+    """The largest finite value of ``fmt``."""
+    f = get_format(fmt)
+    x = _number(answer, f"largest finite {f.name}")
+    expected = f.max
+    if x == expected:
+        _ok(f"the largest finite {f.name} is {_pow2(expected)}, because {_why_max(f)}.")
+        return
+    hint = ""
+    m = f.mantissa_bits
+    if x == 2**f.width - 1:
+        hint = (
+            f" {_pow2(x)} is the largest {f.width}-bit *unsigned integer*: a float's bits are "
+            "not read as one integer but as sign, exponent and mantissa fields."
+        )
+    elif math.isinf(x):
+        hint = " Infinity is not finite: the question asks for the largest finite number."
+    elif x == (2 - 2.0**-m) * 2.0 ** (f.emax + 1):
+        hint = (
+            f" You used exponent {f.emax + 1}: one binade too high, because "
+            "the all-ones exponent field is not an ordinary binade here."
+        )
+    elif x == 2.0 ** (f.emax + 1):
+        hint = f" 2^{f.emax + 1} is the first power of two beyond the format's range."
+    elif x == 2.0**f.emax:
+        hint = (
+            f" 2^{f.emax} is the *smallest* number of the top binade; the mantissa can be "
+            "non-zero."
+        )
+    elif f.nan == "max" and x == (2 - 2.0**-m) * 2.0**f.emax:
+        hint = f" That would be the all-ones code, which is {f.name}'s NaN."
+    elif x == f.max + 2.0 ** (f.emax - m - 1):
+        hint = (
+            " That is the midpoint between the max and the next power-of-two step: values from "
+            "there on round to overflow, but it is not itself representable."
+        )
+    _wrong_answer(
+        f"your {f.name} max is {_pow2(x)}",
+        f"the largest finite {f.name} is {_pow2(expected)} because {_why_max(f)}", hint
+    )
+
+
+def check_fp16_max(answer: Any) -> None:
+    """The largest finite fp16 (65504), with the usual wrong answers explained."""
+    check_max("fp16", answer)
+
+
+def check_smallest_normal(fmt: FloatFormat | str, answer: Any) -> None:
+    """The smallest positive normal number of ``fmt``."""
+    f = get_format(fmt)
+    x = _number(answer, f"smallest normal {f.name}")
+    expected = f.smallest_normal
+    why = (
+        f"the smallest normal exponent field is 1 (0 is kept for zero and subnormals), so "
+        f"emin = 1 - bias = 1 - {f.bias} = {f.emin} and the value is 1.0b * 2^{f.emin}"
+        if f.has_subnormals
+        else f"{f.name} has no subnormals, so exponent field 0 is 2^(0-{f.bias})"
+    )
+    if x == expected:
+        _ok(f"the smallest normal {f.name} is {_pow2(expected)}: {why}.")
+        return
+    hint = ""
+    if x == f.smallest_subnormal:
+        hint = " That is the smallest *subnormal*; normal numbers start higher."
+    elif x == 2.0**-f.bias:
+        hint = " You used exponent field 0, but that field holds zero and the subnormals."
+    _wrong_answer(f"your smallest normal {f.name} is {_pow2(x)}",
+                  f"it is {_pow2(expected)}: {why}", hint)
+
+
+def check_smallest_subnormal(fmt: FloatFormat | str, answer: Any) -> None:
+    """The smallest positive value of ``fmt`` (the smallest subnormal)."""
+    f = get_format(fmt)
+    x = _number(answer, f"smallest positive {f.name}")
+    expected = f.smallest_subnormal
+    why = (
+        f"subnormals have exponent field 0, value 0.mantissa * 2^emin with emin = {f.emin}; "
+        f"the smallest non-zero mantissa is 0.{'0' * (f.mantissa_bits - 1)}1b = "
+        f"2^-{f.mantissa_bits}, so the value is 2^({f.emin}-{f.mantissa_bits}) = "
+        f"2^{f.smallest_subnormal_exponent}"
+        if f.has_subnormals and f.mantissa_bits
+        else f"{f.name} has no subnormals; its smallest value is 2^{f.emin}"
+    )
+    if x == expected:
+        _ok(f"the smallest positive {f.name} is {_pow2(expected)}: {why}.")
+        return
+    hint = ""
+    if x == f.smallest_normal:
+        hint = " That is the smallest *normal* number; subnormals reach further down."
+    elif x == 2.0 ** (f.emin - f.mantissa_bits - 1) or x == 2.0 ** (-f.bias - f.mantissa_bits):
+        hint = (
+            " You are one binade too low: subnormals share the exponent of the smallest normal "
+            f"binade (2^{f.emin}), not 2^(0 - bias)."
+        )
+    elif 0 < x < expected:
+        hint = " That value is too small: the format rounds it to zero or up to its smallest value."
+    _wrong_answer(f"your smallest positive {f.name} is {_pow2(x)}",
+                  f"it is {_pow2(expected)}: {why}", hint)
+
+
+def _fields(code: int, f: FloatFormat) -> tuple[int, int, int]:
+    sign = (code >> (f.width - 1)) & 1 if f.signed else 0
+    e = (code >> f.mantissa_bits) & f.exponent_field_max
+    m = code & ((1 << f.mantissa_bits) - 1)
+    return sign, e, m
+
+
+def _decode_story(code: int, f: FloatFormat) -> str:
+    sign, e, m = _fields(code, f)
+    value = float(decode(np.uint32(code), f))
+    head = (
+        f"{_bits(code, f)} has sign {sign}, exponent field {e} and mantissa field {m} "
+        f"(of 2^{f.mantissa_bits} = {1 << f.mantissa_bits})"
+    )
+    if math.isnan(value) or math.isinf(value):
+        return f"{head}: that code is {f.name}'s {value!r}"
+    s = "-" if sign else "+"
+    if e == 0 and f.has_subnormals:
+        return (f"{head}: exponent field 0 is subnormal, no implicit 1: "
+                f"{s}({m}/{1 << f.mantissa_bits}) * 2^{f.emin} = {value!r}")
+    return (f"{head}: normal, so {s}(1 + {m}/{1 << f.mantissa_bits}) * 2^({e}-{f.bias}) = "
+            f"{value!r}")
+
+
+def check_decode(code: int, fmt: FloatFormat | str, answer: Any) -> None:
+    """The value of one code (bit pattern) of ``fmt``, decoded by hand."""
+    f = get_format(fmt)
+    code = int(code)
+    if not 0 <= code < 1 << f.width:
+        raise ValueError(f"code {code} is not a {f.width}-bit {f.name} code")
+    expected = float(decode(np.uint32(code), f))
+    x = _number(answer, f"value of {_bits(code, f)}")
+    story = _decode_story(code, f)
+    if _same(x, expected):
+        _ok(story + ".")
+        return
+    sign, e, m = _fields(code, f)
+    s = -1.0 if sign else 1.0
+    frac = m / 2**f.mantissa_bits
+    subnormal = e == 0 and f.has_subnormals
+    candidates = [
+        (-expected, "The sign is wrong: the first bit is the sign, 1 means negative."),
+        (s * frac * 2.0 ** (e - f.bias),
+         "You left out the implicit leading 1: a normal number's significand is 1.mantissa."),
+        (s * (1 + frac) * 2.0**e, "You forgot to subtract the bias from the exponent field."),
+        (s * (1 + frac) * 2.0 ** (e - f.bias + 1), "The bias is off by one."),
+        (s * (1 + frac) * 2.0 ** (e - f.bias - 1), "The bias is off by one."),
+        (float(code), "That is the code read as an integer, not as a float's fields."),
+    ]
+    if subnormal:
+        candidates = [
+            (s * (1 + frac) * 2.0**f.emin,
+             "Exponent field 0 means subnormal: there is no implicit leading 1."),
+            (s * frac * 2.0**-f.bias,
+             f"Subnormals use exponent emin = 1 - bias = {f.emin}, not 0 - bias."),
+        ] + candidates[:1] + candidates[5:]
+    hint = next((" " + h for v, h in candidates if not math.isnan(x) and v == x), "")
+    _wrong_answer(f"you decoded {_bits(code, f)} as {x!r}", story, hint)
+
+
+def check_num_finite(fmt: FloatFormat | str, answer: Any) -> None:
+    """How many distinct finite values ``fmt`` has (+0 and -0 counted once)."""
+    f = get_format(fmt)
+    x = _number(answer, f"number of finite {f.name} values")
+    expected = f.num_finite
+    codes = 1 << f.width
+    special = codes - (f.max_code_magnitude + 1) * (2 if f.signed else 1)
+    why = (
+        f"{f.name} has 2^{f.width} = {codes} codes; {special} of them are inf/NaN, "
+        + ("and +0 and -0 are the same number, so " if f.has_negative_zero else "so ")
+        + f"{expected} distinct finite values remain"
+    )
+    if x == expected:
+        _ok(why + ".")
+        return
+    hint = ""
+    if x == codes:
+        hint = " You counted every code, but inf and NaN codes are not finite numbers."
+    elif f.has_negative_zero and x == expected + 1:
+        hint = " You counted +0 and -0 as two values; they are the same number (0.0 == -0.0)."
+    _wrong_answer(f"you counted {_pow2(x)} finite {f.name} values", why, hint)
+
+
+def check_spacing(fmt: FloatFormat | str, x: float, answer: Any) -> None:
+    """The gap between ``x`` (a positive finite value of ``fmt``) and the next larger value."""
+    f = get_format(fmt)
+    xv = float(x)
+    if not (xv > 0 and math.isfinite(xv)) or float(round_to(xv, f)) != xv or xv >= f.max:
+        raise ValueError(f"x={x!r} must be a positive {f.name} value below its max")
+    code = int(encode(xv, f))
+    expected = float(decode(np.uint32(code + 1), f)) - xv
+    a = _number(answer, f"{f.name} spacing at {xv!r}")
+    exp = math.frexp(xv)[1] - 1
+    why = (
+        f"{xv!r} lies in the binade [2^{exp}, 2^{exp + 1}), where {f.name}'s "
+        f"{f.mantissa_bits} mantissa bits split each binade into 2^{f.mantissa_bits} steps of "
+        f"2^{exp} * 2^-{f.mantissa_bits} = {_pow2(expected)}"
+    )
+    if exp < f.emin:
+        why = (f"{xv!r} is subnormal: all subnormals are spaced by the smallest subnormal "
+               f"{_pow2(expected)}")
+    if a == expected:
+        _ok(f"the next {f.name} above {xv!r} is {xv + expected!r}; {why}.")
+        return
+    hint = ""
+    if a == f.eps and expected != f.eps:
+        hint = " That is eps, the spacing at 1.0; spacing grows with the binade."
+    elif a == expected / 2:
+        hint = " That is half the spacing (the largest rounding error), not the spacing."
+    elif a == expected * 2 or a == expected / 4:
+        hint = " Off by a factor of two: check which binade x is in."
+    _wrong_answer(f"you said the {f.name} spacing at {xv!r} is {_pow2(a)}", why, hint)

@@ -1,0 +1,94 @@
+"""A literal snapshot of lowprec's public API: every documented name and import path.
+
+Restructuring must not change what users import. Removing or renaming a public name
+fails here; adding one means adding it to this snapshot on purpose (and documenting it).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import lowprec
+
+TOP_LEVEL = [
+    "Explanation", "FORMATS", "FloatFormat", "MODES", "RangeStats", "add", "custom_format",
+    "decode", "div", "dot", "encode", "explain", "fma", "get_format", "list_formats",
+    "list_models", "matmul", "mul", "mx", "nvfp4", "pack", "quant_error", "range_stats",
+    "round_to", "scaling", "sqrt", "sub", "unpack",
+]
+
+SUBMODULES = {
+    "formats": ["ALIASES", "FORMATS", "FloatFormat", "custom_format", "get_format",
+                "list_formats"],
+    "rounding": ["MODES", "check_mode", "decode", "encode", "round_to"],
+    "arith": ["add", "div", "fma", "mul", "sqrt", "sub"],
+    "matmul": ["AccumulationModel", "Blocked", "Exact", "Pairwise", "Promote", "Sequential",
+               "TensorCore", "blocked", "dot", "get_model", "list_models", "matmul",
+               "promote", "tensor_core"],
+    "scaling": ["DelayedScaling", "ScaledTensor", "current_scale", "quantize_per_tensor",
+                "quantize_tiles"],
+    "mx": ["MXFormat", "MXTensor", "MX_FORMATS", "SCALE_RULES", "e8m0_scale_codes",
+           "get_mx_format", "quantize"],
+    "nvfp4": ["BLOCK_SCALE", "ELEMENT", "NVFP4Tensor", "global_encode_scale", "quantize"],
+    "quant_error": ["Scheme", "SchemeError", "compare_schemes", "format_table", "parse_scheme",
+                    "plot_schemes", "to_columns"],
+    "explain": ["Explanation", "RangeStats", "explain", "range_stats"],
+    "packing": ["pack", "packed_size", "unpack"],
+    "plot": ["OKABE_ITO", "REGION_COLORS", "REGION_LABELS", "accumulation_error",
+             "format_comparison", "gradient_samples", "loss_scale_trace", "lost_updates",
+             "number_line", "outlier_scaling", "region_edges", "relative_error",
+             "running_sum", "scheme_errors", "spacing", "stochastic_rounding",
+             "training_curves", "ulp_steps", "underflow_histogram", "underflow_per_layer",
+             "underflow_shares"],
+    "figures": ["FIGURES", "demo_figures", "generate", "main"],
+    "autograd": ["Tensor", "cross_entropy", "gelu", "mse", "round_grad", "round_value"],
+    "train": ["Adam", "GradScaler", "POLICIES", "Policy", "Quant", "RunResult", "SGD",
+              "StaticScaler", "TASKS", "Task", "get_policy", "get_task", "list_policies",
+              "load_run", "save_run", "train"],
+    "gpu": ["ARITH_FORMATS", "ARITH_OPS", "BACK_CONVERSIONS", "BackConversion", "CONVERSIONS",
+            "Conversion", "GPUUnavailableError", "KERNEL_DIR", "SOURCES", "SOURCES_SM90A",
+            "arith", "available", "convert", "device_info", "matmul", "require",
+            "unavailable_reason", "widen"],
+    "validate": ["explain_code", "run", "ulp_distance", "write_report"],
+    "exercises": ["ExerciseError", "check_accumulator_spacing", "check_bits_per_value",
+                  "check_current_scale", "check_decode", "check_delayed_scale",
+                  "check_device_mode", "check_double_rounding", "check_fp16_max",
+                  "check_grad_scaler_scale", "check_largest_flushed",
+                  "check_largest_lost_increment", "check_max", "check_mx_scale",
+                  "check_num_finite", "check_rounding", "check_sequential_sum",
+                  "check_smallest_loss_scale", "check_smallest_normal",
+                  "check_smallest_subnormal", "check_spacing", "check_steps_until_visible",
+                  "check_stochastic_probability", "check_ulp_distance",
+                  "check_underflow_fraction", "check_unit_roundoff"],
+    "tutorials": ["Cell", "EXERCISE_TAG", "SOLUTION_TAG", "hardware_reports", "join_cells",
+                  "list_tutorials", "output_dir", "parse_cells", "render_notebooks", "show",
+                  "student_version", "tutorials_dir", "write_student_versions"],
+    "cli": ["build_parser", "main"],
+}
+
+
+def test_top_level_names():
+    assert sorted(lowprec.__all__) == sorted(TOP_LEVEL)
+    missing = [n for n in TOP_LEVEL if not hasattr(lowprec, n)]
+    assert missing == [], f"lowprec.__all__ names that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(SUBMODULES))
+def test_submodule_names(name):
+    module = importlib.import_module(f"lowprec.{name}")
+    assert sorted(module.__all__) == sorted(SUBMODULES[name])
+    missing = [n for n in module.__all__ if not hasattr(module, n)]
+    assert missing == [], f"lowprec.{name}.__all__ names that do not exist: {missing}"
+
+
+def test_documented_import_paths():
+    """The ``from lowprec.X import Y`` lines the README and docs use."""
+    from lowprec.arith import add  # noqa: F401
+    from lowprec.autograd import Tensor  # noqa: F401
+    from lowprec.formats import get_format  # noqa: F401
+    from lowprec.matmul import promote, tensor_core  # noqa: F401
+    from lowprec.mx import quantize  # noqa: F401
+    from lowprec.rounding import round_to  # noqa: F401
+    from lowprec.train import train  # noqa: F401
