@@ -97,6 +97,13 @@ def test_known_wrong_answers_get_exact_points_and_reasons(tmp_path: Path, spec01
     assert r.total == 2
     fb = {e.number: " ".join(e.feedback) for e in r.exercises}
     assert "unsigned integer" in fb["1"]
+    # feedback teaches without the answer; the teacher's version has it
+    assert "65504" not in fb["1"] and "65504" in " ".join(r.exercises[0].solution)
+    assert "13.0" not in fb["2"]
+    from lowprec.grading.report import feedback_text
+
+    assert "65504" not in feedback_text(r, "01")
+    assert "Solution: the largest finite fp16 is 65504" in feedback_text(r, "01", reveal=True)
     assert "by hand" in fb["2"] and "`lp`" in fb["2"]
     assert "ZeroDivisionError" in fb["3"] and "line 2" in fb["3"]
     assert "counted every code" in fb["5"]
@@ -256,3 +263,23 @@ def test_read_submission_cells_and_labels(tmp_path: Path) -> None:
     cells = read_submission(path)
     assert [c["label"] for c in cells] == [None, "Exercise 2"]
     assert "%matplotlib" not in cells[0]["source"]
+
+
+def test_the_wheel_ships_tutorials_and_the_explorer_page(tmp_path: Path) -> None:
+    """``pip install .`` installs what ``lowprec tutorials`` and ``lowprec explore`` read."""
+    import subprocess
+    import sys
+    import zipfile
+
+    pytest.importorskip("setuptools")
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                           "--no-build-isolation", "-q", "-w", str(tmp_path), str(root)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (wheel,) = tmp_path.glob("lowprec-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for t in tutorials.list_tutorials():
+        assert f"lowprec/tutorials_data/{t.name}" in names
+    assert "lowprec/explorer_page.html" in names
+    assert "lowprec/grading/_child.py" in names
