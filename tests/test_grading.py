@@ -136,6 +136,15 @@ def test_invalid_python_and_unreadable_notebooks_get_zero(tmp_path: Path, spec01
     assert r.status == "unreadable" and r.total == 0 and "not a valid notebook" in r.note
 
 
+def test_the_memory_limit_stops_a_greedy_cell(tmp_path: Path, spec01: list) -> None:
+    path = _submission(tmp_path, "greedy.py", [
+        _cell("Exercise 1: x", "blob = bytearray(16 * 2**30)\nfp16_max = 65504.0"),
+        _cell("Exercise 2: x", RIGHT_01["2"])])
+    r = grade_submission(path, spec01, timeout=60, memory_mb=3072)
+    assert r.exercises[0].points == 0 and "MemoryError" in r.exercises[0].feedback[0]
+    assert r.exercises[1].points == 1  # the run went on
+
+
 def test_a_run_that_never_defines_an_answer(tmp_path: Path, spec01: list) -> None:
     path = _submission(tmp_path, "quits.py", [_cell("Exercise 1: x", RIGHT_01["1"]),
                                               _cell("Exercise 2: x", "import os\nos._exit(3)")])
