@@ -195,4 +195,62 @@ def _variant_02(text: str, rng: np.random.Generator) -> Variant:
                           f"Exercise 3: x = {x!r}"))
 
 
-VARIANTS.update({"01": _variant_01, "02": _variant_02})
+# ------------------------------------------------------------- tutorials 04, 06, 09, 10
+def _comment_lines(text: str, width: int = 88) -> str:
+    """``text`` wrapped into comment lines (the first line's "# " is already in place)."""
+    import textwrap
+
+    return "\n# ".join(textwrap.wrap(text, width))
+
+
+def _variant_04(text: str, rng: np.random.Generator) -> Variant:
+    growth = int(rng.integers(2, 6))
+    events = [False] * 10
+    for k in rng.choice(10, int(rng.integers(1, 4)), replace=False):
+        events[int(k)] = True
+    words = ", ".join("**inf**" if e else "finite" for e in events)
+    text = _sub(text, "2", (
+        "A GradScaler starts at 2^16 with a growth interval of 3. The steps' gradients are\n"
+        "# finite, finite, **inf**, finite, finite, finite, finite, finite, finite, **inf** (in "
+        "that\n# order).",
+        _comment_lines(
+            f"A GradScaler starts at 2^16 with a growth interval of {growth}. The steps' "
+            f"gradients are {words} (in that order).")),
+        ("[False, False, True, False, False, False, False, False, False, True]", repr(events)),
+        ("growth_interval=3)", f"growth_interval={growth})"))
+    pattern = "".join("X" if e else "." for e in events)
+    return Variant(text, (f"Exercise 2: growth interval {growth}, steps {pattern} (X = inf)",))
+
+
+def _variant_06(text: str, rng: np.random.Generator) -> Variant:
+    e, m = _pick(rng, [(8, 7), (5, 10), (6, 5), (5, 6), (8, 4), (4, 9)])
+    text = _sub(text, "1", (
+        "What is the largest relative error of rounding a number in bf16's normal range to the"
+        "\n# nearest bf16?",
+        f"What is the largest relative error of rounding a number in E{e}M{m}'s normal range "
+        f"(an IEEE-style\n# format with {m} mantissa bits) to the nearest E{e}M{m} value?"),
+        ("bf16's unit roundoff", f"E{e}M{m}'s unit roundoff"),
+        ('check_unit_roundoff("bf16", u)', f"check_unit_roundoff(lp.custom_format({e}, {m}), u)"))
+    update = _pick(rng, [0.001, 0.002, 0.003, 0.0015, 0.0025, 0.0005, 0.005])
+    text = _sub(text, "2", ("1.001", repr(1 + update)), ("0.001", repr(update)))
+    return Variant(text, (f"Exercise 1: E{e}M{m}", f"Exercise 2: the update +{update!r}"))
+
+
+def _variant_09(text: str, rng: np.random.Generator) -> Variant:
+    value = _pick(rng, [700, 1500, 3000, 5000, 12000, 40000, 90])
+    text = _sub(text, "2", ("3000", str(value)))
+    return Variant(text, (f"Exercise 2: the accumulator holds about {value}",))
+
+
+def _variant_10(text: str, rng: np.random.Generator) -> Variant:
+    base = int(rng.integers(0x0408, 0x7BF8))
+    step = _pick(rng, [-5, -4, -3, -2, -1, 1, 2, 3, 4, 5])
+    a, b = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    text = _sub(text, "1", ("0x3C03", f"0x{base + step:04X}"), ("0x3C00", f"0x{base:04X}"),
+                ("0x0001", f"0x{a:04X}"), ("0x8001", f"0x{0x8000 + b:04X}"))
+    return Variant(text, (f"Exercise 1: codes 0x{base + step:04X}/0x{base:04X} and "
+                          f"0x{a:04X}/0x{0x8000 + b:04X}",))
+
+
+VARIANTS.update({"01": _variant_01, "02": _variant_02, "04": _variant_04, "06": _variant_06,
+                 "09": _variant_09, "10": _variant_10})
