@@ -20,6 +20,7 @@ import pytest
 from lowprec import tutorials
 from lowprec.cli import main
 from lowprec.grading import exercise_spec, grade_submission, open_tutorial, read_submission
+from lowprec.grading.handouts import write_assignments
 from lowprec.grading.variants import read_roster, variant_text
 
 SETUP = "# %%\nimport lowprec as lp\nfrom lowprec import exercises\n"
@@ -235,7 +236,7 @@ def test_variant_submissions_are_graded_against_their_own_variant(tmp_path: Path
 
 def test_handouts_carry_each_students_variant(tmp_path: Path) -> None:
     roster = ["alice", "bob"]
-    written = tutorials.write_assignments(tmp_path / "h", roster, 5, only=["01"])
+    written = write_assignments(tmp_path / "h", roster, 5, only=["01"])
     assert [p.relative_to(tmp_path / "h").as_posix() for p in written] == \
         ["alice/01_anatomy.py", "bob/01_anatomy.py"]
     for student, path in zip(roster, written):
@@ -248,7 +249,7 @@ def test_handouts_carry_each_students_variant(tmp_path: Path) -> None:
         assert "BEGIN SOLUTION" not in text
         compile(text, str(path), "exec")
     with pytest.raises(FileExistsError):
-        tutorials.write_assignments(tmp_path / "h", roster, 5, only=["01"])
+        write_assignments(tmp_path / "h", roster, 5, only=["01"])
 
 
 def test_grade_command_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,9 +50,10 @@ def run(args: argparse.Namespace) -> int:
         if args.roster and args.action != "student":
             raise ValueError("--roster is for 'lowprec tutorials student'")
         if args.action == "student" and args.roster:
+            from ..grading.handouts import write_assignments
             from ..grading.variants import read_roster
 
-            written = tutorials.write_assignments(args.dir, read_roster(args.roster), args.seed,
+            written = write_assignments(args.dir, read_roster(args.roster), args.seed,
                                                   args.source, force=args.force, only=args.only)
         elif args.action == "student":
             written = tutorials.write_student_versions(args.dir, args.source, force=args.force)

@@ -51,6 +51,14 @@ def variant_text(text: str, tutorial: str, student: str, seed: int) -> Variant:
     """The variant of ``text`` (tutorial ``tutorial``) for ``student`` under ``seed``.
 
     Tutorials without variants give the teacher's text unchanged.
+
+    >>> from lowprec.grading import open_tutorial
+    >>> teacher = open_tutorial("01")
+    >>> a = variant_text(teacher, "01", "alice", 2026)
+    >>> a == variant_text(teacher, "01", "alice", 2026)  # reproducible
+    True
+    >>> a.changes[0].startswith("Exercise 1: E"), len(a.changes)
+    (True, 7)
     """
     make = VARIANTS.get(tutorial)
     if make is None:
@@ -63,7 +71,14 @@ _ID_COLUMNS = ("id", "student_id", "student", "username", "login", "email")
 
 def read_roster(path: str | Path) -> list[str]:
     """Student ids from a CSV roster: the column named id/student_id/student/username/login/
-    email (the first column if none is), one row per student; blank rows are skipped."""
+    email (the first column if none is), one row per student; blank rows are skipped.
+
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "roster.csv"
+    >>> _ = path.write_text("name,id\\nAda,ada\\nAlan,alan\\n")
+    >>> read_roster(path)
+    ['ada', 'alan']
+    """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8-sig")
