@@ -82,8 +82,10 @@ def _random_words(rng: np.random.Generator, n: int) -> np.ndarray:
 
 
 def _get_rng(rng: Any) -> np.random.Generator:
-    if rng is None or isinstance(rng, (numbers.Integral, np.random.SeedSequence)):
+    if rng is None or isinstance(rng, np.random.SeedSequence):
         return np.random.default_rng(rng)
+    if isinstance(rng, numbers.Integral):  # Python and numpy ints, bool
+        return np.random.default_rng(int(rng))
     if isinstance(rng, np.random.Generator):
         return rng
     raise TypeError(

@@ -19,7 +19,10 @@ directed and odd modes and for ``fma``.
 
 Operands
     Values of the format: numbers (any real dtype, lists, scalars) that the
-    format represents exactly, else ``ValueError`` naming the first one. Arrays
+    format represents exactly, else ``ValueError`` naming the first one. A NaN
+    of any payload is a NaN operand, quiet or signaling as its quiet bit says
+    (signaling only where the format has signaling NaNs: IEEE NaNs and at least
+    two mantissa bits; elsewhere a signaling NaN is refused). Arrays
     whose dtype *is* the format (``np.float16`` for fp16, ml_dtypes types) are
     used bit for bit. With ``codes=True`` operands and results are bit patterns
     (this keeps signaling NaNs, which values cannot carry). Operands broadcast
@@ -93,10 +96,16 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
     out = np.empty(flat.shape, dtype=np.int64)
     bad = arith.to_code_kernel(params.format_params(fmt), flat.view(np.int64), out)
     if bad >= 0:
-        raise ValueError(
-            f"operand {name}: element {bad} ({float(flat[bad])!r}) is not a value of {fmt.name}; "
-            f"round it first, e.g. lowprec.round_to(x, {fmt.name!r})"
-        )
+        value = float(flat[bad])
+        if value != value and fmt.nan == "none":
+            why = f"is NaN, and {fmt.name} has no NaN"
+        elif value != value:  # a signaling NaN
+            why = (f"is a signaling NaN (float64 bits {int(flat[bad:bad + 1].view(np.uint64)[0]):#x}"
+                   f"), and {fmt.name} has no signaling NaN; pass a quiet NaN (np.nan)")
+        else:
+            why = (f"({value!r}) is not a value of {fmt.name}; round it first, e.g. "
+                   f"lowprec.round_to(x, {fmt.name!r})")
+        raise ValueError(f"operand {name}: element {bad} {why}")
     return out.reshape(values.shape), kind
 
 

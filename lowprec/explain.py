@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -103,10 +103,13 @@ class Explanation:
                 add("  error        overflow: beyond the largest finite value "
                     f"{_show(f.max)}")
         else:
-            add(f"  error        {float(self.abs_error):+.8g} absolute, "
-                + (f"{float(self.rel_error):+.8g} relative, " if self.rel_error is not None
-                   else "")
-                + f"{float(self.ulp_error):+.4g} ulp (ulp = {_show(float(self.ulp))})")
+            ulp, ulp_error = self.ulp, self.ulp_error  # set whenever abs_error is
+            assert ulp is not None and ulp_error is not None
+            add(f"  error        {_approx(self.abs_error, '+.8g')} absolute, "
+                + (f"{_approx(self.rel_error, '+.8g')} relative, "
+                   if self.rel_error is not None else "")
+                + f"{_approx(ulp_error, '+.4g')} ulp "
+                f"(ulp = {_show(float(ulp) if _in_float_range(ulp) else ulp)})")
         add(f"  flags        {', '.join(self.flags) if self.flags else 'none'}")
         return "\n".join(lines)
 
@@ -115,8 +118,24 @@ def _show(v: Any) -> str:
     if v is None:
         return "(none)"
     if isinstance(v, Fraction):
+        if not _in_float_range(v):
+            return _approx(v, ".17g")
         v = float(v) if v.denominator != 1 or abs(v) < 2**53 else v
     return repr(float(v)) if isinstance(v, float) else str(v)
+
+
+def _in_float_range(v: Fraction) -> bool:
+    """Whether float(v) keeps v's magnitude: zero, or a normal float64's range."""
+    return v == 0 or Fraction(2) ** -1022 <= abs(v) < Fraction(2) ** 1024
+
+
+def _approx(v: Fraction, spec: str) -> str:
+    """``format(float(v), spec)``, also for ``v`` beyond float64's range (1e400, 1e-400)."""
+    if _in_float_range(v):
+        return format(float(v), spec)
+    with localcontext() as ctx:
+        ctx.prec = 20
+        return format((Decimal(v.numerator) / Decimal(v.denominator)).normalize(), spec)
 
 
 def _exact_decimal(v: Fraction | float) -> str:
@@ -125,9 +144,12 @@ def _exact_decimal(v: Fraction | float) -> str:
         if not math.isfinite(v) or v == 0:
             return repr(v)
         v = Fraction(v)
+    if not _in_float_range(v):  # 1e400, 1e-400: hundreds of digits say little
+        return f"{_approx(v, '.17g')} (exactly: {len(str(v.numerator))}-digit numerator, " \
+            f"{len(str(v.denominator))}-digit denominator)"
     den = v.denominator
     if den & (den - 1):  # not a power of two: decimals would not end
-        return f"{v.numerator}/{den} = {float(v)!r}..."
+        return f"{v.numerator}/{den} = {_show(v)}..."
     k = den.bit_length() - 1
     digits = abs(v.numerator) * 5**k
     s = str(digits).rjust(k + 1, "0")
@@ -135,15 +157,43 @@ def _exact_decimal(v: Fraction | float) -> str:
     return ("-" if v < 0 else "") + text
 
 
+#: Decimal exponents beyond this are refused: every format lowprec knows overflows above
+#: 3.5e38 and rounds to zero below 1.5e-45, and exact arithmetic on 10**(10**9) would hang.
+MAX_DECIMAL_EXPONENT = 1000
+
+
+def _exact_text(value: str) -> Fraction | float:
+    """The exact value written in ``value``: ``0.1``, ``-3e-5``, ``1/3``, ``inf``, ``nan``."""
+    text = value.strip()
+    accepted = "decimals (0.1, -3e-5), fractions (1/3), inf or nan"
+    if len(text) > 1000:
+        raise ValueError(f"the number {text[:20]}... has {len(text)} characters; explain "
+                         f"takes at most 1000 ({accepted})")
+    try:  # Decimal reads the exponent without expanding 10**exponent
+        exponent = Decimal(text).adjusted() if Decimal(text).is_finite() else 0
+    except ArithmeticError:  # not a decimal: "1/3", "abc"
+        exponent = 0
+    if abs(exponent) > MAX_DECIMAL_EXPONENT:
+        raise ValueError(f"{text!r} is too far out of range: explain takes decimal exponents "
+                         f"from -{MAX_DECIMAL_EXPONENT} to {MAX_DECIMAL_EXPONENT} (every format "
+                         "overflows above 3.5e38 and rounds to zero below 1.5e-45)")
+    try:
+        return Fraction(text)  # exact, beyond float64's range too: 1e400 is 10**400
+    except ZeroDivisionError:
+        raise ValueError(f"{text!r} divides by zero; give a number ({accepted})") from None
+    except ValueError:
+        pass
+    try:
+        f = float(text)  # "inf", "-infinity", "nan"
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number; explain takes {accepted}") from None
+    return f if not math.isfinite(f) else Fraction(f)
+
+
 def _exact(value: Any) -> Fraction | float:
     """The exact value of a scalar input: a Fraction, or nan/±inf as a float."""
     if isinstance(value, str):
-        text = value.strip()
-        try:
-            return Fraction(text)
-        except ValueError:
-            f = float(text)  # "inf", "nan", "1e999" ...; raises ValueError otherwise
-            return f if not math.isfinite(f) else Fraction(f)
+        return _exact_text(value)
     if isinstance(value, (bool, np.bool_)):
         return Fraction(int(value))
     if isinstance(value, (Fraction, numbers.Integral, np.integer)):
@@ -263,7 +313,7 @@ def explain(
         kind, exponent = "normal", e_field - fmt.bias
 
     abs_err = rel_err = ulp = ulp_err = None
-    if math.isfinite(x) and math.isfinite(result):
+    if (isinstance(x, Fraction) or math.isfinite(x)) and math.isfinite(result):
         x = Fraction(x)
         abs_err = Fraction(result) - x
         rel_err = abs_err / x if x != 0 else None

@@ -23,6 +23,8 @@ from matplotlib.figure import Figure
 from . import plot as lpp
 from . import quant_error as qe
 from . import train
+from ._names import did_you_mean
+from ._outdir import prepare_out_dir
 from .matmul import matmul as lp_matmul
 from .matmul import promote
 
@@ -140,25 +142,34 @@ def stochastic_sum() -> Figure:
     return fig
 
 
-#: The presets compared in the training figures, and the length of their runs.
-TRAINING_POLICIES = ("fp32", "fp16-naive", "fp16-static", "fp16-amp", "bf16-pure",
-                     "bf16-pure-sr", "bf16-master")
-TRAINING_STEPS = 300
+#: The training figures show the same runs as ``lowprec demo``'s table: every preset,
+#: the demo's task, seed, length and evaluation interval.
+TRAINING_POLICIES = tuple(train.POLICIES)
+TRAINING_STEPS = 600
 
 
 @functools.lru_cache(maxsize=1)
 def _training_runs() -> dict:
-    """One seeded run per preset on the "underflow" task (shared by the training figures)."""
-    runs = {p: train.train(p, "underflow", steps=TRAINING_STEPS, seed=0, eval_every=25)
+    """One seeded run per preset on the "underflow" task, exactly as ``lowprec demo``
+    trains them (shared by the training figures)."""
+    return {p: train.train(p, "underflow", steps=TRAINING_STEPS, seed=0)
             for p in TRAINING_POLICIES}
-    # PyTorch's GradScaler defaults never change the scale in 300 steps here; start it
-    # too high and let it grow every 25 steps to show back-off and skipped steps.
-    amp = train.get_policy("fp16-amp").replace(name="fp16-amp from $2^{40}$, growing every 25",
-                                               init_scale=2.0**40, growth_interval=25)
+
+
+#: The extra run of the loss-scale panel: PyTorch's GradScaler defaults never move the
+#: scale on this task (2^16 never overflows, 2000 steps to the first growth), so this run
+#: starts too high and grows every 25 steps, to show back-off and skipped steps.
+MOVING_SCALER = {"init_scale": 2.0**40, "growth_interval": 25, "steps": 300}
+
+
+@functools.lru_cache(maxsize=1)
+def _moving_scaler_run():
+    amp = train.get_policy("fp16-amp").replace(
+        name="fp16-amp from $2^{40}$, growing every 25 steps",
+        init_scale=MOVING_SCALER["init_scale"], growth_interval=MOVING_SCALER["growth_interval"])
     with np.errstate(over="ignore", invalid="ignore"):  # the overflowing steps are the point
-        runs[amp.name] = train.train(amp, "underflow", steps=TRAINING_STEPS, seed=0,
-                                     eval_every=25)
-    return runs
+        return train.train(amp, "underflow", steps=MOVING_SCALER["steps"], seed=0,
+                           record=False)
 
 
 def _pick(runs: dict, preferred: str, summary_key: str):
@@ -169,43 +180,88 @@ def _pick(runs: dict, preferred: str, summary_key: str):
 
 
 def training_comparison(runs: dict | None = None) -> Figure:
-    """Loss and accuracy of the precision presets on the underflow task (real runs)."""
+    """Loss and accuracy of every precision preset on the underflow task (the demo's
+    runs), with the presets ranked by final loss."""
     if runs is None:
-        runs = {p: r for p, r in _training_runs().items() if p in TRAINING_POLICIES}
-    fig = _fig(12, 4.8)
-    ax1, ax2 = fig.subplots(1, 2)
-    task = next(iter(runs.values())).task
-    lpp.training_curves(runs, "loss", ax=ax1, show_train=False,
-                        title=f"Held-out loss per precision preset ({task} task)")
-    lpp.training_curves(runs, "acc", ax=ax2, show_train=False,
-                        title="Held-out accuracy per precision preset")
+        runs = _training_runs()
+    fig = _fig(16, 5.8)
+    ax1, ax2, ax3 = fig.subplots(1, 3, width_ratios=[1.1, 1.1, 0.9])
+    first = next(iter(runs.values()))
+    lpp.training_curves(runs, "loss", ax=ax1, show_train=False, logy=True, legend=False,
+                        title=f"Held-out loss ({first.task} task, {first.steps} steps, "
+                              f"seed {first.seed})")
+    lpp.training_curves(runs, "acc", ax=ax2, show_train=False, legend=False,
+                        title="Held-out accuracy")
+    lpp.final_ranking(runs, ax=ax3, title="Final held-out loss, best on top")
+    handles, labels = ax1.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(len(labels), 6),
+               fontsize=8.5, frameon=False)
     return fig
 
 
 def training_underflow(runs: dict | None = None) -> Figure:
-    """Inside the runs: gradients flushed to zero, updates lost, the loss-scale trace."""
+    """Inside the runs: gradients flushed to zero, updates lost, and a dynamic loss scale
+    that moves (an extra run that starts too high), with its skipped steps marked."""
     runs = runs if runs is not None else _training_runs()
     fig = _fig(15, 4.6)
     ax1, ax2, ax3 = fig.subplots(1, 3)
     lpp.underflow_per_layer(_pick(runs, "fp16-naive", "grad_underflow_pct"), ax=ax1)
     lpp.lost_updates(_pick(runs, "bf16-pure", "lost_update_pct"), ax=ax2)
-    scaled = {k: r for k, r in runs.items()
-              if r.policy_config.get("loss_scaling", "none") != "none"} or runs
-    lpp.loss_scale_trace(scaled, ax=ax3,
-                         title="Loss scale; × = step skipped (inf/NaN gradients)")
+    traces = {k: r for k, r in runs.items() if r.policy_config.get("loss_scaling") == "dynamic"
+              and len(set(r.history["loss_scale"])) > 1}
+    if not traces:  # the demo's own scalers stay flat: show one that moves
+        extra = _moving_scaler_run()
+        traces = {extra.policy: extra}
+    lpp.loss_scale_trace(traces, ax=ax3, title="Dynamic loss scale (× = step skipped)")
+    ax3.legend(loc="upper right", fontsize=8)  # the trace starts top left: keep clear of it
+    ax3.text(0.98, 0.78, "(fp16-amp with PyTorch's defaults\nkeeps $2^{16}$ all run long here)",
+             transform=ax3.transAxes, fontsize=7.5, color="0.3", ha="right", va="top",
+             gid="note")
     return fig
 
 
 def underflow_run(runs: dict | None = None) -> Figure:
-    """Real activation gradients of the fp32 run against fp16, with the static scale 2^12."""
+    """Real activation gradients of the fp32 run against fp16, with the static scale 2^12;
+    the largest of them sit at 2^-24 by construction of the task (marked)."""
     runs = runs if runs is not None else _training_runs()
     run = runs.get("fp32") or next(iter(runs.values()))
     g = lpp.gradient_samples(run, "act_grad")
-    fig = _fig(10, 4.6)
+    fig = _fig(10, 4.9)
     ax = fig.add_subplot()
     lpp.underflow_histogram(g, "fp16", loss_scale=2.0**12, ax=ax, label="gradient g",
                             title=f"Activation gradients of a real {run.policy} run against "
                                   "FP16, unscaled and with S = $2^{12}$")
+    # Why the histogram ends at 2^-24: the task is built so. The output layer's gradient is
+    # (softmax - one-hot) / batch * 2^-k, and |softmax - one-hot| <= 1.
+    k, batch = run.task_config["grad_exp"], run.task_config["batch_size"]
+    bound = -k - np.log2(batch)
+    ax.axvline(bound, color="black", linestyle=":", linewidth=1.2, gid="task_bound")
+    ax.text(1.02, 0.42, f"dotted line: the largest possible\noutput gradient of this task,\n"
+            f"|softmax − one-hot| ≤ 1, ÷ batch {batch},\n× loss weight $2^{{-{k}}}$ = "
+            f"$2^{{{bound:.0f}}}$. The output layer's\ngradients cannot pass it (the task\nis "
+            "built so, lowprec.train.data);\nthe hidden layers' end near it", transform=ax.transAxes, fontsize=7.5, va="top",
+            ha="left", gid="task_bound_note")
+    return fig
+
+
+def memory_roles() -> Figure:
+    """Exact memory of one transformer layer per recipe (Adam), stacked by tensor role, at
+    batch 1 (the weight side dominates) and batch 32 (the activations do)."""
+    from .train.memory import transformer_layer
+
+    layer = transformer_layer(4096, 16384, 2048)
+    fig = _fig(14, 5.2)
+    axes = fig.subplots(1, 2, sharey=True)
+    for ax, batch, what in ((axes[0], 1, "weights dominate"),
+                            (axes[1], 32, "activations dominate")):
+        tables = [train.memory(layer, p, batch=batch, optimizer="adam") for p in train.POLICIES]
+        lpp.memory_stack(tables, ax=ax, title=f"batch {batch} × 2048 tokens: {what}")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=5, fontsize=8.5,
+               frameon=False)
+    fig.suptitle("One transformer layer (d_model 4096, d_ff 16384), Adam: a master copy keeps "
+                 "the weight side at FP32's 16 bytes per parameter or above; mixed precision "
+                 "saves on the activations", fontsize=10)
     return fig
 
 
@@ -216,7 +272,8 @@ def demo_figures(runs: dict, out: str | Path) -> list[Path]:
     written = []
     for name, build in (("training_comparison", training_comparison),
                         ("training_underflow", training_underflow),
-                        ("underflow_run", underflow_run)):
+                        ("underflow_run", underflow_run),
+                        ("memory_roles", lambda _runs: memory_roles())):
         path = out / f"{name}.png"
         save(build(dict(runs)), path)
         written.append(path)
@@ -307,6 +364,7 @@ FIGURES: dict[str, Callable[[], Figure]] = {
     "underflow_run": underflow_run,
     "training_comparison": training_comparison,
     "training_underflow": training_underflow,
+    "memory_roles": memory_roles,
     "scaling_schemes": scaling_schemes,
     "accumulation": accumulation,
 }
@@ -317,14 +375,21 @@ def save(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=DPI, metadata=_PNG_METADATA)
 
 
+def check_names(names: list[str] | None) -> None:
+    """Raise ValueError naming the unknown figures in ``names`` and the closest valid ones."""
+    unknown = [n for n in names or [] if n not in FIGURES]
+    if unknown:
+        hints = "".join(did_you_mean(n, FIGURES) for n in unknown)
+        raise ValueError(f"unknown figure(s) {', '.join(unknown)}{hints}; valid: "
+                         f"{', '.join(FIGURES)}")
+
+
 def generate(out: str | Path = "figures", names: list[str] | None = None,
              *, verbose: bool = True) -> list[Path]:
     """Draw the figures ``names`` (default: all) into ``out``; returns the files written."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    unknown = [n for n in names or [] if n not in FIGURES]
-    if unknown:
-        raise ValueError(f"unknown figure(s) {', '.join(unknown)}; valid: {', '.join(FIGURES)}")
+    check_names(names)
     written = []
     for name in names or list(FIGURES):
         fig = FIGURES[name]()
@@ -341,14 +406,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("names", nargs="*", metavar="FIGURE",
                    help=f"figures to draw (default: all): {', '.join(FIGURES)}")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
+    p.add_argument("--force", action="store_true", help="write into --out even if not empty")
 
 
 def run(args: argparse.Namespace) -> int:
+    """List the figures, or check the names and the output folder, then draw them."""
     if args.list:
         for name, fn in FIGURES.items():
             print(f"{name:<22} {(fn.__doc__ or '').strip()}")
         return 0
-    generate(args.out, args.names or None)
+    check_names(args.names)
+    folder = prepare_out_dir(args.out, force=args.force)  # before any drawing
+    print(f"figures: writing into {folder}/", flush=True)
+    generate(folder, args.names or None)
     return 0
 
 

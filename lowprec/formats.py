@@ -44,6 +44,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from ._names import did_you_mean
+
 __all__ = [
     "FloatFormat",
     "FORMATS",
@@ -432,9 +434,13 @@ def get_format(fmt: FloatFormat | str | np.dtype | type) -> FloatFormat:
         key = ALIASES.get(key, key)
         if key in FORMATS:
             return FORMATS[key]
+        hint = did_you_mean(key, [*FORMATS, *ALIASES])
+        if key.startswith(("mx", "nvfp")):  # a block format, one layer up
+            hint += " (block-scaled MX and NVFP4 formats are in lowprec.mx and lowprec.nvfp4)"
         raise ValueError(
-            f"unknown format {fmt!r}; valid names: {', '.join(FORMATS)} "
-            f"(aliases: {', '.join(sorted(ALIASES))}), or a FloatFormat from custom_format()"
+            f"unknown format {fmt!r}{hint}; valid names: "
+            f"{', '.join(FORMATS)}; aliases such as float16, bfloat16, e4m3, e5m2 work too "
+            "(lowprec.formats.ALIASES lists them), or make a FloatFormat with custom_format()"
         )
     try:
         dt = np.dtype(fmt)

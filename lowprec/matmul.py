@@ -39,6 +39,7 @@ import numpy as np
 
 from ._kernels import matmul as K
 from ._kernels import params
+from ._names import did_you_mean
 from ._runtime import _threads
 from .formats import FloatFormat, custom_format, get_format
 from .rounding import check_mode, decode, encode
@@ -243,7 +244,8 @@ def get_model(model: ModelLike) -> AccumulationModel:
         return model
     if isinstance(model, str) and model.strip().lower() in _MODELS:
         return _MODELS[model.strip().lower()]
-    raise ValueError(f"unknown accumulation model {model!r}; known: {', '.join(_MODELS)} "
+    hint = did_you_mean(model, _MODELS) if isinstance(model, str) else ""
+    raise ValueError(f"unknown accumulation model {model!r}{hint}; known: {', '.join(_MODELS)} "
                      "(or build one: blocked(k), tensor_core(block, align_bits), promote(n))")
 
 

@@ -68,6 +68,7 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
+from ._names import did_you_mean
 from .formats import FloatFormat, custom_format, get_format
 from .rounding import check_mode, decode, encode, round_to
 
@@ -144,7 +145,8 @@ def get_mx_format(fmt: MXFormat | str) -> MXFormat:
         key = _MX_ALIASES.get(key, key)
         if key in MX_FORMATS:
             return MX_FORMATS[key]
-    raise ValueError(f"unknown MX format {fmt!r}; valid: {', '.join(MX_FORMATS)}")
+    hint = did_you_mean(fmt, [*MX_FORMATS, *_MX_ALIASES]) if isinstance(fmt, str) else ""
+    raise ValueError(f"unknown MX format {fmt!r}{hint}; valid: {', '.join(MX_FORMATS)}")
 
 
 def _check_rule(rule: str) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._kernels import convert, engine, params, sr
+from ._names import did_you_mean
 from ._runtime import (
     _CHUNK,
     _as_float_array,
@@ -58,8 +59,9 @@ def check_mode(mode: str) -> str:
         key = _MODE_ALIASES.get(key, key)
         if key in MODES:
             return key
+    hint = did_you_mean(mode, [*MODES, *_MODE_ALIASES]) if isinstance(mode, str) else ""
     raise ValueError(
-        f"unknown rounding mode {mode!r}; valid modes: "
+        f"unknown rounding mode {mode!r}{hint}; valid modes: "
         + ", ".join(f"{k!r} ({v})" for k, v in MODES.items())
     )
 
@@ -125,7 +127,7 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
     no_seeds = np.empty(0, dtype=np.uint64)
     for start in range(0, bits.shape[0], _CHUNK):
         stop = min(start + _CHUNK, bits.shape[0])
-        seeds = _random_words(gen, -(-(stop - start) // sr.SR_BLOCK)) if stochastic else no_seeds
+        seeds = no_seeds if gen is None else _random_words(gen, -(-(stop - start) // sr.SR_BLOCK))
         for bad, status in _collect(_submit(run, start, stop, seeds)):
             if bad >= 0:
                 _raise_status(x_flat, bad, status, fmt)

@@ -6,7 +6,7 @@ format, fp6, fp4, e8m0) every float32 bit pattern (or an evenly spread subset,
 ``--patterns``) is encoded by ``lowprec.encode`` and by the reference cast
 (``x.astype(dtype)``), and the codes are compared (any NaN matches any NaN).
 By default it also holds lowprec's fast kernel equal to its generic kernel
-(``encode(..., flags=True)`` takes the generic path through ``round_pack``).
+(``encode(..., flags=True)`` takes ``_kernels.convert``'s ``path="reference"``, through ``round_pack``).
 
 One documented exception is counted apart, not as a mismatch: ml_dtypes'
 float8_e8m0fnu rounds float32 subnormals strictly between 2**-127 and

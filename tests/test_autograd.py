@@ -158,3 +158,53 @@ def test_float32_stays_float32():
     out = (a @ b).relu().sum()
     out.backward()
     assert out.data.dtype == np.float32 and a.grad.dtype == np.float32
+
+
+def test_reflected_operators_against_finite_differences():
+    check(lambda t: 1.0 - t[0], (3, 2))
+    check(lambda t: 2.0 / t[0], (4,), positive=True)
+    check(lambda t: 2 * t[0] + 3, (2, 3))
+    check(lambda t: np.float64(0.5) - t[0] / t[1], (3, 4), (4,), positive=True)
+    check(lambda t: t[0] ** 3 - t[0] ** -0.5, (5,), positive=True)
+
+
+def test_reflected_operators_exact_rationals():
+    """Dyadic inputs: every value and gradient below is exact in float64."""
+    x = Tensor(np.array([4.0, -0.5, 0.25]), requires_grad=True)
+    y = 1.0 - 2.0 / x            # 1 - 2/x; dy/dx = 2 / x**2
+    np.testing.assert_array_equal(y.data, [0.5, 5.0, -7.0])
+    y.backward()
+    np.testing.assert_array_equal(x.grad, [0.125, 8.0, 32.0])
+    z = Tensor(np.array([3.0]), requires_grad=True)
+    w = -(2 * z) ** 2 / 4.0      # -z**2; dw/dz = -2z
+    w.backward()
+    np.testing.assert_array_equal(w.data, [-9.0])
+    np.testing.assert_array_equal(z.grad, [-6.0])
+
+
+def test_reflected_operators_keep_float32():
+    t = Tensor(np.array([2.0, 4.0], np.float32), requires_grad=True)
+    for out in (1.0 - t, 2.0 / t, 2 * t, 3 + t, -t, t ** 2, np.float32(1) - t):
+        assert out.data.dtype == np.float32, out.op
+
+
+def test_pow_rejects_a_tensor_exponent():
+    with pytest.raises(TypeError, match="exponent must be a number"):
+        Tensor(2.0) ** Tensor(3.0)
+
+
+def test_backward_closures_are_named_by_op():
+    x = Tensor(np.array([[1.0, -2.0]]), requires_grad=True)
+    w = Tensor(np.array([[0.5], [0.25]]), requires_grad=True)
+    nodes = {
+        "add": x + 1.0, "mul": 2.0 * x, "div": x / 2.0, "pow": x ** 2, "relu": x.relu(),
+        "tanh": x.tanh(), "sum": x.sum(), "matmul": x @ w, "gelu": gelu(x),
+        "mse": mse(x, np.zeros((1, 2))), "cross_entropy": cross_entropy(x, np.array([1])),
+        "round_weights": round_value(x, lambda a: a, "round_weights"),
+        "round_act_grad": round_grad(x, lambda a: a, "round_act_grad"),
+    }
+    for op, node in nodes.items():
+        assert node.op == op
+        assert node._backward.__name__ == node.grad_fn_name == f"{op}_backward"
+        assert f"{op}_backward" in repr(node._backward)
+    assert x.grad_fn_name is None and (1.0 - x).grad_fn_name == "add_backward"

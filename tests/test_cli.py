@@ -44,7 +44,8 @@ def test_explain_default_formats_and_stochastic(capsys):
 def test_errors_exit_2_with_message(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("lowprec: error:") and message in err
+    assert err.startswith(f"lowprec {argv[0]}: error:") and message in err
+    assert err.count("\n") == 1  # one line
 
 
 def test_info_detail_and_table(capsys):

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "lowprec"
 #: Equal layers may import each other; a module may import only its layer or lower.
 LAYERS: dict[str, int] = {
     # the private heart and plumbing that everything may use
-    "_kernels": 0, "_runtime": 0, "_outdir": 0,
+    "_kernels": 0, "_runtime": 0, "_outdir": 0, "_names": 0,
     "formats": 1,
     # rounding and codecs
     "rounding": 2, "packing": 2, "explain": 2, "_blocks": 2,

@@ -51,6 +51,39 @@ def ref_edges(name: str) -> tuple[float, float, float]:
             math.log2(float(fi.max)))
 
 
+def rounding_ref_edges(name: str) -> tuple[float, float, float]:
+    """Round-to-nearest region edges from ml_dtypes' limits: half the smallest subnormal,
+    half a subnormal step below the smallest normal, half an ulp above max."""
+    fi = ml_dtypes.finfo(REFS[name][0])
+    sub, norm, top = (float(fi.smallest_subnormal), float(fi.smallest_normal), float(fi.max))
+    ulp_top = float(fi.eps) * 2.0 ** math.floor(math.log2(top))
+    return math.log2(sub / 2), math.log2(norm - sub / 2), math.log2(top + ulp_top / 2)
+
+
+@pytest.mark.parametrize("name", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"])
+def test_histogram_band_agrees_with_its_table(name):
+    """Values just above half the smallest subnormal round up to it; exactly half is a
+    tie that goes to the even neighbour, zero. Band and table say the same."""
+    sub = float(ml_dtypes.finfo(REFS[name][0]).smallest_subnormal)
+    half = sub / 2
+    x = np.array([half, np.nextafter(half, 0), np.nextafter(half, 1), 0.75 * sub, sub])
+    assert lpp.rounding_edges(name)[0] == math.log2(half)
+    assert list(lp.round_to(x, name) == 0) == [True, True, False, False, False]
+    sh = lpp.underflow_shares(x, name)
+    assert sh["zero"] == np.mean(x <= 2.0 ** lpp.rounding_edges(name)[0]) == 2 / 5
+    ax = lpp.underflow_histogram(x, name)
+    rect = by_gid(ax, f"{name}:zero")
+    assert rect.get_x() + rect.get_width() == math.log2(half)
+    assert "40.0" in by_gid(ax, "shares").get_text().splitlines()[1]
+
+
+def test_rounding_edges_of_directed_modes():
+    assert lpp.rounding_edges("fp16", "rtz") == (-24.0, -14.0, math.inf)
+    z, n, o = lpp.rounding_edges("fp16", "rup")
+    assert z == -math.inf and n == math.log2(2.0**-14 - 2.0**-24) and o == math.log2(65504)
+    assert lpp.rounding_edges("fp16", "stochastic") == lpp.region_edges("fp16")
+
+
 @pytest.fixture(autouse=True)
 def _close_figures():
     yield
@@ -112,15 +145,18 @@ def test_underflow_histogram_counts_and_regions(formats):
     lg = np.log2(np.abs(x[x != 0]))
     assert edges[0] <= lg.min() and lg.max() < edges[-1]
     for name in formats:
-        b_sub, b_norm, b_max = ref_edges(name)
+        b_zero, b_norm, b_over = rounding_ref_edges(name)
         rect = {r: by_gid(ax, f"{name}:{r}") for r in lpp.REGIONS}
         assert all(isinstance(p, Rectangle) for p in rect.values())
-        assert rect["zero"].get_x() + rect["zero"].get_width() == b_sub
-        assert (rect["subnormal"].get_x(),
-                rect["subnormal"].get_x() + rect["subnormal"].get_width()) == (b_sub, b_norm)
+        # the band ends where rounding to nearest stops returning zero: half the smallest
+        # subnormal (2^-25 for fp16), not the smallest subnormal itself
+        assert rect["zero"].get_x() + rect["zero"].get_width() == b_zero
+        assert b_zero == ref_edges(name)[0] - 1
+        assert rect["subnormal"].get_x() == b_zero
+        assert math.isclose(rect["subnormal"].get_x() + rect["subnormal"].get_width(), b_norm)
         assert math.isclose(rect["normal"].get_x(), b_norm)
-        assert math.isclose(rect["normal"].get_x() + rect["normal"].get_width(), b_max)
-        assert rect["overflow"].get_x() == b_max
+        assert math.isclose(rect["normal"].get_x() + rect["normal"].get_width(), b_over)
+        assert rect["overflow"].get_x() == b_over
     table = by_gid(ax, "shares").get_text().splitlines()
     assert len(table) == 1 + len(formats) + 1  # header, one row per format, zeros note
     assert "37 exact zeros" in table[-1]
@@ -401,6 +437,6 @@ def test_demo_figures_from_real_runs(tmp_path):
     runs = {p: train.train(p, "underflow", steps=12, seed=0, eval_every=4)
             for p in ("fp32", "fp16-naive", "fp16-amp", "bf16-pure")}
     written = figures.demo_figures(runs, tmp_path)
-    assert sorted(p.name for p in written) == ["training_comparison.png",
+    assert sorted(p.name for p in written) == ["memory_roles.png", "training_comparison.png",
                                                "training_underflow.png", "underflow_run.png"]
     assert all(p.stat().st_size > 10_000 for p in written)

@@ -36,23 +36,25 @@ SUBMODULES = {
                     "plot_schemes", "to_columns"],
     "explain": ["Explanation", "RangeStats", "explain", "range_stats"],
     "packing": ["pack", "packed_size", "unpack"],
-    "plot": ["OKABE_ITO", "REGION_COLORS", "REGION_LABELS", "accumulation_error",
-             "format_comparison", "gradient_samples", "loss_scale_trace", "lost_updates",
-             "number_line", "outlier_scaling", "region_edges", "relative_error",
+    "plot": ["inspect_heatmap", "inspect_histograms", "OKABE_ITO", "REGION_COLORS",
+             "REGION_LABELS", "accumulation_error", "final_ranking", "format_comparison",
+             "gradient_samples", "loss_scale_trace", "lost_updates", "memory_stack",
+             "number_line", "outlier_scaling", "region_edges", "relative_error", "rounding_edges",
              "running_sum", "scheme_errors", "spacing", "stochastic_rounding",
              "training_curves", "ulp_steps", "underflow_histogram", "underflow_per_layer",
              "underflow_shares"],
     "figures": ["FIGURES", "demo_figures", "generate", "main"],
     "autograd": ["Tensor", "cross_entropy", "gelu", "mse", "round_grad", "round_value"],
-    "train": ["Adam", "GradScaler", "POLICIES", "Policy", "Quant", "RunResult", "SGD",
-              "StaticScaler", "TASKS", "Task", "get_policy", "get_task", "list_policies",
-              "load_run", "save_run", "train"],
+    "train": ["Adam", "GradScaler", "MemoryTable", "POLICIES", "Policy", "Quant", "RunResult",
+              "SGD", "StaticScaler", "TASKS", "Task", "get_policy", "get_task", "list_policies",
+              "load_run", "memory", "save_run", "train", "transformer_layer"],
     "gpu": ["ARITH_FORMATS", "ARITH_OPS", "BACK_CONVERSIONS", "BackConversion", "CONVERSIONS",
             "Conversion", "GPUUnavailableError", "KERNEL_DIR", "SOURCES", "SOURCES_SM90A",
             "arith", "available", "convert", "device_info", "matmul", "require",
             "unavailable_reason", "widen"],
     "validate": ["explain_code", "run", "ulp_distance", "write_report"],
     "exercises": ["ExerciseError", "check_accumulator_spacing", "check_bits_per_value",
+                  "check_block_flush_share", "check_underflow_count", "check_bytes_per_param",
                   "check_current_scale", "check_decode", "check_delayed_scale",
                   "check_device_mode", "check_double_rounding", "check_fp16_max",
                   "check_grad_scaler_scale", "check_largest_flushed",
@@ -66,7 +68,15 @@ SUBMODULES = {
                   "list_tutorials", "output_dir", "parse_cells", "render_notebooks", "show",
                   "student_version", "tutorials_dir", "write_student_versions"],
     "cli": ["build_parser", "main"],
+    "inspect": ["BlockStats", "COLUMNS", "Choice", "DEFAULT_RECIPES", "RECIPES", "Recipe",
+                "Recommendation", "Report", "exponent_histogram", "get_recipe", "list_recipes",
+                "parse_name", "recommend", "report", "settled_loss_scale"],
+    "torch": ["Capture", "Emulation", "capture", "emulate", "round_to"],
 }
+
+
+#: Modules that need an optional dependency, and that dependency.
+OPTIONAL = {"torch": "torch"}
 
 
 def test_top_level_names():
@@ -77,6 +87,8 @@ def test_top_level_names():
 
 @pytest.mark.parametrize("name", sorted(SUBMODULES))
 def test_submodule_names(name):
+    if name in OPTIONAL:
+        pytest.importorskip(OPTIONAL[name], reason=f"lowprec.{name} needs {OPTIONAL[name]}")
     module = importlib.import_module(f"lowprec.{name}")
     assert sorted(module.__all__) == sorted(SUBMODULES[name])
     missing = [n for n in module.__all__ if not hasattr(module, n)]

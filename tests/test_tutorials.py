@@ -223,8 +223,8 @@ def test_cli_student_refuses_to_overwrite(tmp_path, capsys):
     assert cli.main(["tutorials", "student", str(dest)]) == 0
     first = dest / TUTORIALS[0].name
     first.write_text("my work", encoding="utf-8")
-    assert cli.main(["tutorials", "student", str(dest)]) == 1
-    assert "already exist" in capsys.readouterr().err
+    assert cli.main(["tutorials", "student", str(dest)]) == 2
+    assert "not empty; pass --force" in capsys.readouterr().err
     assert first.read_text(encoding="utf-8") == "my work"
     assert cli.main(["tutorials", "student", str(dest), "--force"]) == 0
     assert "NotImplementedError" in first.read_text(encoding="utf-8")

@@ -17,10 +17,10 @@
 # in fp32 and look at the histogram of its real gradients against the ranges of fp16, bf16
 # and FP8; then train it in pure fp16 and watch the gradients vanish layer by layer.
 #
-# **What you will learn.** Which numbers round to zero (not only those below the smallest
-# subnormal); how to read an underflow histogram (the figure of Micikevicius et al., *Mixed
-# Precision Training*, 2018); why gradients are so small; and what underflow does to
-# training.
+# **What you will learn.** Which numbers round to zero (only those up to *half* the
+# smallest subnormal: everything between that and the smallest subnormal rounds up to it);
+# how to read an underflow histogram (the figure of Micikevicius et al., *Mixed Precision
+# Training*, 2018); why gradients are so small; and what underflow does to training.
 #
 # **What you need.** Tutorials 01 and 02. lowprec with its trainer (`lowprec.train`) and
 # plots (`lowprec.plot`); no GPU, no downloads; about 15 minutes.
@@ -75,8 +75,11 @@ print(f"grad_exp = {run.task_config['grad_exp']}: final loss {run.summary['final
 # %% [markdown]
 # Now the histogram of log2 |g| of the activation gradients (the gradients that flow
 # backward between layers) over the three recorded steps, with the regions of fp16 and bf16
-# drawn on top: values left of a format's smallest subnormal are lost to zero, values between
-# the smallest subnormal and the smallest normal are subnormal.
+# drawn on top as rounding to nearest makes them: values up to half a format's smallest
+# subnormal are lost to zero, values from there to (almost) the smallest normal become
+# subnormal. The largest of these gradients sit at exactly 2^−24: the task is built that way
+# (the output gradient |softmax − one-hot| ≤ 1, divided by the batch of 64 = 2^6 and
+# multiplied by the loss weight 2^−18, is at most 2^−24).
 
 # %%
 act = lplot.gradient_samples(run, "act_grad")

@@ -412,11 +412,19 @@ def to_code_kernel(P, xbits, codes):
     A value is one when converting it is exact (no flags, no status), except
     that ±inf is one only in formats with infinities (the converter maps inf
     to NaN or max elsewhere without a flag). -0.0 is accepted as 0 in formats
-    without negative zero.
+    without negative zero. A NaN of any payload is one in formats with a NaN:
+    quiet, or signaling (the code S.1..1|0..01) where the format has signaling
+    NaNs (IEEE NaNs, 2 or more mantissa bits), as a float16 array holding it.
     """
     for i in range(xbits.shape[0]):
         b = np.int64(xbits[i])
         c, f, st = convert_one(P, b, True, 0, False, False, np.uint64(0))
+        is_nan = (b & 0x7FFFFFFFFFFFFFFF) > 0x7FF0000000000000
+        if is_nan and st == 0 and f != 0:  # a signaling NaN: the conversion flags invalid
+            if P.nan_kind != NAN_IEEE or P.m < 2:
+                return i  # no signaling NaN in this format
+            c = (c ^ (np.int64(1) << (P.m - 1))) | 1  # quiet bit cleared, payload 1
+            f = 0
         if st != 0 or f != 0:
             return i
         if (b & 0x7FFFFFFFFFFFFFFF) == 0x7FF0000000000000 and not P.has_inf:

@@ -295,27 +295,17 @@ def _overflow(P, negative, mode, saturate):
     return sign | P.max_mag, flags, 0
 
 
+_CLZ_STEPS = (32, 16, 8, 4, 2, 1)
+
+
 @_jit
 def _clz64(x):
     """Leading zeros of a positive int64 (binary search; numba has no portable clz)."""
     n = 0
-    if x >> 32 == 0:
-        n += 32
-        x <<= 32
-    if x >> 48 == 0:
-        n += 16
-        x <<= 16
-    if x >> 56 == 0:
-        n += 8
-        x <<= 8
-    if x >> 60 == 0:
-        n += 4
-        x <<= 4
-    if x >> 62 == 0:
-        n += 2
-        x <<= 2
-    if x >> 63 == 0:
-        n += 1
+    for step in _CLZ_STEPS:  # are the top `step` bits zero? then count them, shift them out
+        if x >> (64 - step) == 0:
+            n += step
+            x <<= step
     return n
 
 

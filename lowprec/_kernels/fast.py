@@ -13,12 +13,12 @@ from numba import njit
 
 from .engine import convert_one, decode_one, pow2
 from .params import (
+    MODE_TABLE,
     NAN_NEGZERO,
     ODD,
     RDOWN,
     RNA,
     RNE,
-    RTZ,
     RUP,
     STOCHASTIC,
 )
@@ -292,45 +292,21 @@ def vec32_fixup(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes, to
     return -1, 0
 
 
-# Pass 1 kernels, one per rounding mode (compiled on first use), indexed by the
-# mode int. Each takes (P, xbits, seeds, out_bits, codes, want_codes, todo).
-@_kernel
-def _vec32_rne(P, xbits, seeds, out_bits, codes, want_codes, todo):
-    return _vec32_run(P, xbits, RNE, seeds, out_bits, codes, want_codes, todo)
+def _vec32_pass(mode: int):
+    """Pass 1 of vec32_kernel compiled for one constant rounding ``mode`` (a
+    closure constant to numba, so that each mode's loop is branch-free); it
+    takes (P, xbits, seeds, out_bits, codes, want_codes, todo). Compiled on
+    first use."""
+
+    @_kernel
+    def vec32_pass(P, xbits, seeds, out_bits, codes, want_codes, todo):
+        return _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo)
+
+    return vec32_pass
 
 
-@_kernel
-def _vec32_rna(P, xbits, seeds, out_bits, codes, want_codes, todo):
-    return _vec32_run(P, xbits, RNA, seeds, out_bits, codes, want_codes, todo)
-
-
-@_kernel
-def _vec32_rtz(P, xbits, seeds, out_bits, codes, want_codes, todo):
-    return _vec32_run(P, xbits, RTZ, seeds, out_bits, codes, want_codes, todo)
-
-
-@_kernel
-def _vec32_rup(P, xbits, seeds, out_bits, codes, want_codes, todo):
-    return _vec32_run(P, xbits, RUP, seeds, out_bits, codes, want_codes, todo)
-
-
-@_kernel
-def _vec32_rdown(P, xbits, seeds, out_bits, codes, want_codes, todo):
-    return _vec32_run(P, xbits, RDOWN, seeds, out_bits, codes, want_codes, todo)
-
-
-@_kernel
-def _vec32_odd(P, xbits, seeds, out_bits, codes, want_codes, todo):
-    return _vec32_run(P, xbits, ODD, seeds, out_bits, codes, want_codes, todo)
-
-
-@_kernel
-def _vec32_stochastic(P, xbits, seeds, out_bits, codes, want_codes, todo):
-    return _vec32_run(P, xbits, STOCHASTIC, seeds, out_bits, codes, want_codes, todo)
-
-
-VEC32_KERNELS = (_vec32_rne, _vec32_rna, _vec32_rtz, _vec32_rup, _vec32_rdown, _vec32_odd,
-                 _vec32_stochastic)
+#: Pass 1 kernels by mode int.
+VEC32_KERNELS = {code: _vec32_pass(code) for _, code, _ in MODE_TABLE}
 
 
 def vec32_kernel(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes):

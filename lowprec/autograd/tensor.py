@@ -1,8 +1,20 @@
 """The :class:`Tensor` and its operations (see the package docstring).
 
-Each op computes its value with numpy and attaches a ``_backward`` closure that
-adds the op's contribution to its parents' gradients (chain rule). Gradients
-have the dtype of the data (float32 in training, float64 in gradient checks).
+Each op computes its value with numpy and attaches a ``_backward`` closure that,
+given ``g`` (the gradient of the objective with respect to the op's output), adds
+the op's contribution to its parents' gradients (chain rule). The closure is
+named after the op (``mul_backward`` for a product), so a graph can be read node
+by node. Gradients have the dtype of the data (float32 in training, float64 in
+gradient checks).
+
+Numbers work on either side of an operator (``1.0 - t``, ``2.0 / t``, ``2 * t``):
+they become constant leaves of the graph.
+
+>>> t = Tensor(4.0, requires_grad=True)
+>>> y = 2.0 / t - 1.0
+>>> y.backward()
+>>> float(y.data), float(t.grad), t.grad_fn_name, y.grad_fn_name
+(-0.5, -0.125, None, 'add_backward')
 """
 
 from __future__ import annotations
@@ -54,11 +66,17 @@ class Tensor:
         self.grad: np.ndarray | None = None
         self.parents: tuple[Tensor, ...] = tuple(parents)
         self.op = op
-        self.requires_grad = requires_grad or any(p.requires_grad for p in self.parents)
-        self._backward: Callable[[], None] = lambda: None
+        self.requires_grad: bool = requires_grad or any(p.requires_grad for p in self.parents)
+        self._backward: Callable[[np.ndarray], None] = _leaf_backward
 
     def __repr__(self) -> str:
         return f"Tensor(shape={self.data.shape}, dtype={self.data.dtype}, op={self.op or 'leaf'!r})"
+
+    @property
+    def grad_fn_name(self) -> str | None:
+        """The name of the closure that pushes this node's gradient back, such as
+        ``"mul_backward"``; None for a leaf."""
+        return None if not self.parents else self._backward.__name__
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -76,11 +94,11 @@ class Tensor:
         other = _as_tensor(other, self.data.dtype)
         out = Tensor(self.data + other.data, parents=(self, other), op="add")
 
-        def backward() -> None:
-            self._add_grad(out.grad)
-            other._add_grad(out.grad)
+        def add_backward(g: np.ndarray) -> None:
+            self._add_grad(g)
+            other._add_grad(g)
 
-        out._backward = backward
+        out._backward = add_backward
         return out
 
     __radd__ = __add__
@@ -89,20 +107,50 @@ class Tensor:
         other = _as_tensor(other, self.data.dtype)
         out = Tensor(self.data * other.data, parents=(self, other), op="mul")
 
-        def backward() -> None:
-            self._add_grad(out.grad * other.data)
-            other._add_grad(out.grad * self.data)
+        def mul_backward(g: np.ndarray) -> None:
+            self._add_grad(g * other.data)
+            other._add_grad(g * self.data)
 
-        out._backward = backward
+        out._backward = mul_backward
         return out
 
     __rmul__ = __mul__
+
+    def __truediv__(self, other: Tensor | float) -> Tensor:
+        other = _as_tensor(other, self.data.dtype)
+        out = Tensor(self.data / other.data, parents=(self, other), op="div")
+
+        def div_backward(g: np.ndarray) -> None:  # d(a/b) = da / b - a db / b**2
+            self._add_grad(g / other.data)
+            other._add_grad(-g * self.data / (other.data * other.data))
+
+        out._backward = div_backward
+        return out
+
+    def __pow__(self, k: float) -> Tensor:
+        """``self ** k`` for a constant number ``k``; d(x**k) = k x**(k-1)."""
+        if isinstance(k, Tensor):
+            raise TypeError("Tensor ** Tensor is not supported; the exponent must be a number")
+        out = Tensor(self.data**k, parents=(self,), op="pow")
+
+        def pow_backward(g: np.ndarray) -> None:
+            self._add_grad(g * (k * self.data ** (k - 1)))
+
+        out._backward = pow_backward
+        return out
 
     def __neg__(self) -> Tensor:
         return self * -1.0
 
     def __sub__(self, other: Tensor | float) -> Tensor:
         return self + (-_as_tensor(other, self.data.dtype))
+
+    # A number on the left (``1.0 - t``, ``2.0 / t``) becomes a constant leaf.
+    def __rsub__(self, other: float) -> Tensor:
+        return _as_tensor(other, self.data.dtype) - self
+
+    def __rtruediv__(self, other: float) -> Tensor:
+        return _as_tensor(other, self.data.dtype) / self
 
     def __matmul__(self, other: Tensor) -> Tensor:
         return matmul(self, other)
@@ -111,10 +159,10 @@ class Tensor:
         """max(x, 0); the gradient is 1 where x > 0 and 0 elsewhere (also at 0)."""
         out = Tensor(np.maximum(self.data, 0), parents=(self,), op="relu")
 
-        def backward() -> None:
-            self._add_grad(out.grad * (self.data > 0))
+        def relu_backward(g: np.ndarray) -> None:
+            self._add_grad(g * (self.data > 0))
 
-        out._backward = backward
+        out._backward = relu_backward
         return out
 
     def tanh(self) -> Tensor:
@@ -122,21 +170,22 @@ class Tensor:
         t = np.tanh(self.data)
         out = Tensor(t, parents=(self,), op="tanh")
 
-        def backward() -> None:
-            self._add_grad(out.grad * (1 - t * t))
+        def tanh_backward(g: np.ndarray) -> None:
+            self._add_grad(g * (1 - t * t))
 
-        out._backward = backward
+        out._backward = tanh_backward
         return out
 
     def sum(self, axis: int | None = None) -> Tensor:
         """Sum over ``axis`` (all axes when None)."""
         out = Tensor(self.data.sum(axis=axis), parents=(self,), op="sum")
 
-        def backward() -> None:
-            g = out.grad if axis is None else np.expand_dims(out.grad, axis)
+        def sum_backward(g: np.ndarray) -> None:
+            if axis is not None:
+                g = np.expand_dims(g, axis)
             self._add_grad(np.broadcast_to(g, self.data.shape))
 
-        out._backward = backward
+        out._backward = sum_backward
         return out
 
     def mean(self, axis: int | None = None) -> Tensor:
@@ -174,10 +223,14 @@ class Tensor:
         self.grad = np.broadcast_to(g, self.data.shape).astype(self.data.dtype)
         for node in reversed(order):
             if node.grad is not None and node.parents:
-                node._backward()
+                node._backward(node.grad)
 
     def zero_grad(self) -> None:
         self.grad = None
+
+
+def _leaf_backward(g: np.ndarray) -> None:
+    """A leaf has no parents: nothing to push back."""
 
 
 def _as_tensor(x: Tensor | float | np.ndarray, dtype: np.dtype) -> Tensor:
@@ -194,13 +247,13 @@ def matmul(a: Tensor, b: Tensor, product: Callable[[np.ndarray, np.ndarray], np.
     mm = product or np.matmul
     out = Tensor(mm(a.data, b.data), parents=(a, b), op="matmul")
 
-    def backward() -> None:
+    def matmul_backward(g: np.ndarray) -> None:
         if a.requires_grad:
-            a._add_grad(mm(out.grad, b.data.T))
+            a._add_grad(mm(g, b.data.T))
         if b.requires_grad:
-            b._add_grad(mm(a.data.T, out.grad))
+            b._add_grad(mm(a.data.T, g))
 
-    out._backward = backward
+    out._backward = matmul_backward
     return out
 
 
@@ -212,11 +265,11 @@ def gelu(x: Tensor) -> Tensor:
     t = np.tanh(inner)
     out = Tensor(0.5 * xd * (1 + t), parents=(x,), op="gelu")
 
-    def backward() -> None:
+    def gelu_backward(g: np.ndarray) -> None:
         d = 0.5 * (1 + t) + 0.5 * xd * (1 - t * t) * c * (1 + 3 * 0.044715 * xd**2)
-        x._add_grad(out.grad * d)
+        x._add_grad(g * d)
 
-    out._backward = backward
+    out._backward = gelu_backward
     return out
 
 
@@ -239,12 +292,12 @@ def cross_entropy(logits: Tensor, labels: np.ndarray) -> Tensor:
     rows = np.arange(z.shape[0])
     out = Tensor(-logp[rows, labels].mean(), parents=(logits,), op="cross_entropy")
 
-    def backward() -> None:
-        g = np.exp(logp)
-        g[rows, labels] -= 1
-        logits._add_grad(g * (out.grad / z.shape[0]))
+    def cross_entropy_backward(g: np.ndarray) -> None:
+        d = np.exp(logp)  # softmax - onehot
+        d[rows, labels] -= 1
+        logits._add_grad(d * (g / z.shape[0]))
 
-    out._backward = backward
+    out._backward = cross_entropy_backward
     return out
 
 
@@ -256,10 +309,10 @@ def mse(pred: Tensor, target: np.ndarray) -> Tensor:
     diff = pred.data - target
     out = Tensor(np.mean(diff * diff), parents=(pred,), op="mse")
 
-    def backward() -> None:
-        pred._add_grad(out.grad * (2.0 / diff.size) * diff)
+    def mse_backward(g: np.ndarray) -> None:
+        pred._add_grad(g * (2.0 / diff.size) * diff)
 
-    out._backward = backward
+    out._backward = mse_backward
     return out
 
 
@@ -271,10 +324,11 @@ def round_value(x: Tensor, rounder: ArrayFn, name: str = "round") -> Tensor:
     """
     out = Tensor(rounder(x.data), parents=(x,), op=name)
 
-    def backward() -> None:
-        x._add_grad(out.grad)
+    def round_value_backward(g: np.ndarray) -> None:
+        x._add_grad(g)
 
-    out._backward = backward
+    round_value_backward.__name__ = round_value_backward.__qualname__ = f"{name}_backward"
+    out._backward = round_value_backward
     return out
 
 
@@ -286,8 +340,9 @@ def round_grad(x: Tensor, rounder: ArrayFn, name: str = "round_grad") -> Tensor:
     """
     out = Tensor(x.data, parents=(x,), op=name)
 
-    def backward() -> None:
-        x._add_grad(rounder(out.grad))
+    def round_grad_backward(g: np.ndarray) -> None:
+        x._add_grad(rounder(g))
 
-    out._backward = backward
+    round_grad_backward.__name__ = round_grad_backward.__qualname__ = f"{name}_backward"
+    out._backward = round_grad_backward
     return out

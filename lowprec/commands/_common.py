@@ -37,7 +37,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter,
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+        quiet = action.default is None or action.default is False  # 0 is a default to show
+        if quiet or action.default == argparse.SUPPRESS or "default" in text:
             return text
         return super()._get_help_string(action)
 
@@ -64,6 +65,10 @@ def named(lookup: Callable[[str], Any], what: str) -> Callable[[str], str]:
 
     ``lookup`` (``get_policy``, ``get_task``, ...) raises ValueError with a message that
     suggests the closest valid names; argparse shows that message as the error.
+
+    >>> from lowprec.formats import get_format
+    >>> named(get_format, "format")("e4m3")
+    'e4m3'
     """
     def check(text: str) -> str:
         try:
@@ -77,7 +82,15 @@ def named(lookup: Callable[[str], Any], what: str) -> Callable[[str], str]:
 
 
 def int_at_least(low: int) -> Callable[[str], int]:
-    """An argparse ``type=``: a whole number >= ``low``, with a message that says so."""
+    """An argparse ``type=``: a whole number >= ``low``, with a message that says so.
+
+    >>> int_at_least(1)("600")
+    600
+    >>> int_at_least(1)("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '0' is too small: it must be >= 1
+    """
     def check(text: str) -> int:
         try:
             value = int(text)

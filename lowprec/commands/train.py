@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ._common import add_command
+from ._common import add_command, int_at_least
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -14,34 +14,45 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
         sub, "train", help="train one precision policy on one task",
         description="Train the small MLP of lowprec.train under one precision policy and "
-        "print its summary; with --out, save the run as <out>/<policy>/run.json.",
+        "print its summary; with --out, save the run as DIR/<policy>/run.json. The output "
+        "folder is checked before training starts.",
         examples=["lowprec train --policy fp16-amp --task digits --steps 500",
-                  "lowprec train --policy bf16-pure-sr --out runs/"])
-    p.add_argument("--policy", default="fp16-amp", choices=list(POLICIES))
-    p.add_argument("--task", default="underflow", choices=list(TASKS))
-    p.add_argument("--steps", type=int, default=600)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"])
-    p.add_argument("--grad-exp", type=int, default=None,
-                   help="gradient knob k: loss * 2^-k, learning rate * 2^k (SGD)")
-    p.add_argument("--out", default=None, help="folder for <out>/<policy>/run.json")
+                  "lowprec train --policy bf16-pure-sr --out runs/",
+                  "lowprec train --policy fp16-naive --grad-exp 10 --optimizer adam"])
+    p.add_argument("--policy", default="fp16-amp", choices=list(POLICIES),
+                   help="precision preset")
+    p.add_argument("--task", default="underflow", choices=list(TASKS), help="training task")
+    p.add_argument("--steps", type=int_at_least(1), default=600, help="training steps")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="random seed (data, init)")
+    p.add_argument("--optimizer", default="sgd", choices=["sgd", "adam"], help="optimizer")
+    p.add_argument("--grad-exp", type=int, default=None, metavar="K",
+                   help="gradient knob k: loss * 2^-k, learning rate * 2^k (SGD) "
+                   "(default: the task's own)")
+    p.add_argument("--out", default=None, metavar="DIR",
+                   help="save the run as DIR/<policy>/run.json; DIR must be new or empty "
+                   "unless --force (default: do not save)")
+    p.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Train one policy on one task and save the run (lowprec.train)."""
-    from ..demo import ProgressBar, choose_out_dir, format_table
+    from .._outdir import prepare_out_dir
+    from ..demo import ProgressBar, format_table
     from ..train import save_run, train
 
+    if args.grad_exp is not None and not -64 <= args.grad_exp <= 64:
+        raise ValueError(f"--grad-exp {args.grad_exp}: the gradient knob must be in "
+                         "-64..64 (2**64 already overflows fp16 and fp8 many times over)")
+    folder = prepare_out_dir(args.out, force=args.force) if args.out else None  # before work
+    if folder is not None:
+        print(f"lowprec train: writing into {folder}/", flush=True)
     bar = ProgressBar()
     bar.start(args.policy)
     knobs = {"grad_exp": args.grad_exp} if args.grad_exp is not None else {}
     run = train(args.policy, args.task, steps=args.steps, seed=args.seed,
                 optimizer=args.optimizer, progress=bar, **knobs)
-    folder = choose_out_dir(args.out) if args.out else None
     print(format_table({args.policy: run}))
     if folder is not None:
-        (folder / ".lowprec-demo").parent.mkdir(parents=True, exist_ok=True)
-        (folder / ".lowprec-demo").write_text("written by lowprec train; safe to overwrite\n")
         print(f"results: {save_run(run, folder / args.policy)}")
     return 0

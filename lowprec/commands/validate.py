@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import EXIT_NO_GPU, add_command
+from ._common import EXIT_NO_GPU, add_command, add_out_dir
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,19 +13,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub, "validate", help="check GPU kernels bit for bit against the emulator",
         description="Compare lowprec's GPU kernels with the CPU emulator bit for bit and "
         "write validation.json and validation.md. Without --gpu only the emulator-side "
-        "checks run.",
-        examples=["lowprec validate --quick", "lowprec validate --gpu --out report/"])
+        "checks run. Exit status 3 when --gpu finds no usable GPU or CuPy.",
+        examples=["lowprec validate --quick --out report/",
+                  "lowprec validate --gpu --out report/ --force"])
     p.add_argument("--gpu", action="store_true",
                    help="run the GPU kernels (needs CuPy and an NVIDIA GPU, sm_89+)")
     p.add_argument("--quick", action="store_true", help="smaller samples (a minute or less)")
-    p.add_argument("--out", default="validation-report", metavar="DIR",
-                   help="directory for validation.json and validation.md")
+    add_out_dir(p, "validation-report", "validation.json and validation.md")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Hardware against emulator, bit for bit (emulator-side checks only without --gpu)."""
     from .. import validate
+    from .._outdir import prepare_out_dir
     from ..gpu import _runtime
 
     if args.gpu:
@@ -34,8 +35,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"lowprec validate: --gpu needs CuPy and an NVIDIA GPU (sm_89+): {reason}",
                   file=sys.stderr)
             return EXIT_NO_GPU
+    folder = prepare_out_dir(args.out, force=args.force)
+    print(f"lowprec validate: writing into {folder}/", flush=True)
     report = validate.run(gpu=args.gpu, quick=args.quick,
                           log=lambda s: print(s, flush=True))
-    json_path, md_path = validate.write_report(report, args.out)
+    json_path, md_path = validate.write_report(report, folder)
     print(f"wrote {json_path} and {md_path}")
     return 0

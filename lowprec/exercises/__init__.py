@@ -17,7 +17,7 @@ Expected values are computed by lowprec itself (formats, ``round_to``,
 that the tests hold bit for bit against numpy, ml_dtypes and Fraction
 arithmetic.
 
-One module per tutorial (``t01_anatomy`` ... ``t10_gpu_validation``); every name is
+One module per tutorial (``t01_anatomy`` ... ``t12_qat``); every name is
 re-exported here, so ``lowprec.exercises.check_max`` is the import path to use.
 """
 
@@ -40,11 +40,15 @@ from .t07_fp8_scaling import check_current_scale, check_delayed_scale
 from .t08_mx_nvfp4 import check_bits_per_value, check_mx_scale
 from .t09_accumulation import check_accumulator_spacing, check_sequential_sum
 from .t10_gpu_validation import check_device_mode, check_ulp_distance
+from .t11_your_own_model import check_block_flush_share, check_underflow_count
+from .t12_qat import check_bytes_per_param
 
 __all__ = [
     "ExerciseError",
     "check_accumulator_spacing",
     "check_bits_per_value",
+    "check_block_flush_share",
+    "check_bytes_per_param",
     "check_current_scale",
     "check_decode",
     "check_delayed_scale",
@@ -66,6 +70,7 @@ __all__ = [
     "check_steps_until_visible",
     "check_stochastic_probability",
     "check_ulp_distance",
+    "check_underflow_count",
     "check_underflow_fraction",
     "check_unit_roundoff",
 ]

@@ -19,6 +19,7 @@ class ExerciseError(AssertionError):
     the parts are kept apart for an autograder that should teach without giving the answer
     away (:mod:`lowprec.grading`): ``diagnosis`` (what the answer was), ``hint`` (the
     mistake it matches, if one is recognised) and ``solution`` (the right answer and why).
+    Checkers fill them through :func:`lowprec.exercises._verdict.verdict`.
 
     >>> err = ExerciseError("you said 3, but it is 4.", diagnosis="you said 3", solution="it is 4")
     >>> err.feedback()
@@ -49,12 +50,6 @@ def _ok(message: str) -> None:
 def _wrong(message: str) -> NoReturn:
     """A wrong answer whose message gives no solution away (all of it is the diagnosis)."""
     raise ExerciseError(message)
-
-
-def _wrong_answer(said: str, solution: str, hint: str = "", sep: str = ", but ") -> NoReturn:
-    """A wrong answer: ``"<said><sep><solution>.<hint>"``, with the three parts kept apart."""
-    raise ExerciseError(f"{said}{sep}{solution}.{hint}", diagnosis=said, hint=hint,
-                        solution=solution)
 
 
 def _number(answer: Any, what: str) -> float:

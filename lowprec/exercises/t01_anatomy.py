@@ -9,7 +9,8 @@ import numpy as np
 
 from ..formats import FloatFormat, get_format
 from ..rounding import decode, encode, round_to
-from ._common import _bits, _number, _ok, _pow2, _same, _wrong_answer
+from ._common import _bits, _number, _pow2, _same
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_decode",
@@ -58,41 +59,32 @@ def check_max(fmt: FloatFormat | str, answer: Any) -> None:
     """The largest finite value of ``fmt``."""
     f = get_format(fmt)
     x = _number(answer, f"largest finite {f.name}")
-    expected = f.max
-    if x == expected:
-        _ok(f"the largest finite {f.name} is {_pow2(expected)}, because {_why_max(f)}.")
-        return
-    hint = ""
-    m = f.mantissa_bits
-    if x == 2**f.width - 1:
-        hint = (
-            f" {_pow2(x)} is the largest {f.width}-bit *unsigned integer*: a float's bits are "
-            "not read as one integer but as sign, exponent and mantissa fields."
-        )
-    elif math.isinf(x):
-        hint = " Infinity is not finite: the question asks for the largest finite number."
-    elif x == (2 - 2.0**-m) * 2.0 ** (f.emax + 1):
-        hint = (
-            f" You used exponent {f.emax + 1}: one binade too high, because "
-            "the all-ones exponent field is not an ordinary binade here."
-        )
-    elif x == 2.0 ** (f.emax + 1):
-        hint = f" 2^{f.emax + 1} is the first power of two beyond the format's range."
-    elif x == 2.0**f.emax:
-        hint = (
-            f" 2^{f.emax} is the *smallest* number of the top binade; the mantissa can be "
-            "non-zero."
-        )
-    elif f.nan == "max" and x == (2 - 2.0**-m) * 2.0**f.emax:
-        hint = f" That would be the all-ones code, which is {f.name}'s NaN."
-    elif x == f.max + 2.0 ** (f.emax - m - 1):
-        hint = (
-            " That is the midpoint between the max and the next power-of-two step: values from "
-            "there on round to overflow, but it is not itself representable."
-        )
-    _wrong_answer(
-        f"your {f.name} max is {_pow2(x)}",
-        f"the largest finite {f.name} is {_pow2(expected)} because {_why_max(f)}", hint
+    expected, why, m = f.max, _why_max(f), f.mantissa_bits
+    verdict(
+        x == expected,
+        right=f"the largest finite {f.name} is {_pow2(expected)}, because {why}.",
+        said=f"your {f.name} max is {_pow2(x)}",
+        solution=f"the largest finite {f.name} is {_pow2(expected)} because {why}",
+        mistakes=[
+            Mistake(x == 2**f.width - 1,
+                    f"{_pow2(x)} is the largest {f.width}-bit *unsigned integer*: a float's bits "
+                    "are not read as one integer but as sign, exponent and mantissa fields."),
+            Mistake(math.isinf(x),
+                    "Infinity is not finite: the question asks for the largest finite number."),
+            Mistake(x == (2 - 2.0**-m) * 2.0 ** (f.emax + 1),
+                    f"You used exponent {f.emax + 1}: one binade too high, because the all-ones "
+                    "exponent field is not an ordinary binade here."),
+            Mistake(x == 2.0 ** (f.emax + 1),
+                    f"2^{f.emax + 1} is the first power of two beyond the format's range."),
+            Mistake(x == 2.0**f.emax,
+                    f"2^{f.emax} is the *smallest* number of the top binade; the mantissa can be "
+                    "non-zero."),
+            Mistake(f.nan == "max" and x == (2 - 2.0**-m) * 2.0**f.emax,
+                    f"That would be the all-ones code, which is {f.name}'s NaN."),
+            Mistake(x == f.max + 2.0 ** (f.emax - m - 1),
+                    "That is the midpoint between the max and the next power-of-two step: values "
+                    "from there on round to overflow, but it is not itself representable."),
+        ],
     )
 
 
@@ -112,16 +104,18 @@ def check_smallest_normal(fmt: FloatFormat | str, answer: Any) -> None:
         if f.has_subnormals
         else f"{f.name} has no subnormals, so exponent field 0 is 2^(0-{f.bias})"
     )
-    if x == expected:
-        _ok(f"the smallest normal {f.name} is {_pow2(expected)}: {why}.")
-        return
-    hint = ""
-    if x == f.smallest_subnormal:
-        hint = " That is the smallest *subnormal*; normal numbers start higher."
-    elif x == 2.0**-f.bias:
-        hint = " You used exponent field 0, but that field holds zero and the subnormals."
-    _wrong_answer(f"your smallest normal {f.name} is {_pow2(x)}",
-                  f"it is {_pow2(expected)}: {why}", hint)
+    verdict(
+        x == expected,
+        right=f"the smallest normal {f.name} is {_pow2(expected)}: {why}.",
+        said=f"your smallest normal {f.name} is {_pow2(x)}",
+        solution=f"it is {_pow2(expected)}: {why}",
+        mistakes=[
+            Mistake(x == f.smallest_subnormal,
+                    "That is the smallest *subnormal*; normal numbers start higher."),
+            Mistake(x == 2.0**-f.bias,
+                    "You used exponent field 0, but that field holds zero and the subnormals."),
+        ],
+    )
 
 
 def check_smallest_subnormal(fmt: FloatFormat | str, answer: Any) -> None:
@@ -137,21 +131,23 @@ def check_smallest_subnormal(fmt: FloatFormat | str, answer: Any) -> None:
         if f.has_subnormals and f.mantissa_bits
         else f"{f.name} has no subnormals; its smallest value is 2^{f.emin}"
     )
-    if x == expected:
-        _ok(f"the smallest positive {f.name} is {_pow2(expected)}: {why}.")
-        return
-    hint = ""
-    if x == f.smallest_normal:
-        hint = " That is the smallest *normal* number; subnormals reach further down."
-    elif x == 2.0 ** (f.emin - f.mantissa_bits - 1) or x == 2.0 ** (-f.bias - f.mantissa_bits):
-        hint = (
-            " You are one binade too low: subnormals share the exponent of the smallest normal "
-            f"binade (2^{f.emin}), not 2^(0 - bias)."
-        )
-    elif 0 < x < expected:
-        hint = " That value is too small: the format rounds it to zero or up to its smallest value."
-    _wrong_answer(f"your smallest positive {f.name} is {_pow2(x)}",
-                  f"it is {_pow2(expected)}: {why}", hint)
+    verdict(
+        x == expected,
+        right=f"the smallest positive {f.name} is {_pow2(expected)}: {why}.",
+        said=f"your smallest positive {f.name} is {_pow2(x)}",
+        solution=f"it is {_pow2(expected)}: {why}",
+        mistakes=[
+            Mistake(x == f.smallest_normal,
+                    "That is the smallest *normal* number; subnormals reach further down."),
+            Mistake(x == 2.0 ** (f.emin - f.mantissa_bits - 1)
+                    or x == 2.0 ** (-f.bias - f.mantissa_bits),
+                    "You are one binade too low: subnormals share the exponent of the smallest "
+                    f"normal binade (2^{f.emin}), not 2^(0 - bias)."),
+            Mistake(0 < x < expected,
+                    "That value is too small: the format rounds it to zero or up to its "
+                    "smallest value."),
+        ],
+    )
 
 
 def _fields(code: int, f: FloatFormat) -> tuple[int, int, int]:
@@ -187,31 +183,40 @@ def check_decode(code: int, fmt: FloatFormat | str, answer: Any) -> None:
     expected = float(decode(np.uint32(code), f))
     x = _number(answer, f"value of {_bits(code, f)}")
     story = _decode_story(code, f)
-    if _same(x, expected):
-        _ok(story + ".")
-        return
     sign, e, m = _fields(code, f)
     s = -1.0 if sign else 1.0
     frac = m / 2**f.mantissa_bits
-    subnormal = e == 0 and f.has_subnormals
-    candidates = [
-        (-expected, "The sign is wrong: the first bit is the sign, 1 means negative."),
-        (s * frac * 2.0 ** (e - f.bias),
-         "You left out the implicit leading 1: a normal number's significand is 1.mantissa."),
-        (s * (1 + frac) * 2.0**e, "You forgot to subtract the bias from the exponent field."),
-        (s * (1 + frac) * 2.0 ** (e - f.bias + 1), "The bias is off by one."),
-        (s * (1 + frac) * 2.0 ** (e - f.bias - 1), "The bias is off by one."),
-        (float(code), "That is the code read as an integer, not as a float's fields."),
-    ]
-    if subnormal:
-        candidates = [
-            (s * (1 + frac) * 2.0**f.emin,
-             "Exponent field 0 means subnormal: there is no implicit leading 1."),
-            (s * frac * 2.0**-f.bias,
-             f"Subnormals use exponent emin = 1 - bias = {f.emin}, not 0 - bias."),
-        ] + candidates[:1] + candidates[5:]
-    hint = next((" " + h for v, h in candidates if not math.isnan(x) and v == x), "")
-    _wrong_answer(f"you decoded {_bits(code, f)} as {x!r}", story, hint)
+
+    def gives(value: float, diagnosis: str) -> Mistake:  # the answer that mistake produces
+        return Mistake(not math.isnan(x) and value == x, diagnosis)
+
+    flipped_sign = gives(-expected, "The sign is wrong: the first bit is the sign, 1 means "
+                                    "negative.")
+    as_integer = gives(float(code), "That is the code read as an integer, not as a float's "
+                                    "fields.")
+    if e == 0 and f.has_subnormals:
+        mistakes = [
+            gives(s * (1 + frac) * 2.0**f.emin,
+                  "Exponent field 0 means subnormal: there is no implicit leading 1."),
+            gives(s * frac * 2.0**-f.bias,
+                  f"Subnormals use exponent emin = 1 - bias = {f.emin}, not 0 - bias."),
+            flipped_sign,
+            as_integer,
+        ]
+    else:
+        mistakes = [
+            flipped_sign,
+            gives(s * frac * 2.0 ** (e - f.bias),
+                  "You left out the implicit leading 1: a normal number's significand is "
+                  "1.mantissa."),
+            gives(s * (1 + frac) * 2.0**e, "You forgot to subtract the bias from the exponent "
+                                           "field."),
+            gives(s * (1 + frac) * 2.0 ** (e - f.bias + 1), "The bias is off by one."),
+            gives(s * (1 + frac) * 2.0 ** (e - f.bias - 1), "The bias is off by one."),
+            as_integer,
+        ]
+    verdict(_same(x, expected), said=f"you decoded {_bits(code, f)} as {x!r}", solution=story,
+            mistakes=mistakes)
 
 
 def check_num_finite(fmt: FloatFormat | str, answer: Any) -> None:
@@ -226,15 +231,18 @@ def check_num_finite(fmt: FloatFormat | str, answer: Any) -> None:
         + ("and +0 and -0 are the same number, so " if f.has_negative_zero else "so ")
         + f"{expected} distinct finite values remain"
     )
-    if x == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if x == codes:
-        hint = " You counted every code, but inf and NaN codes are not finite numbers."
-    elif f.has_negative_zero and x == expected + 1:
-        hint = " You counted +0 and -0 as two values; they are the same number (0.0 == -0.0)."
-    _wrong_answer(f"you counted {_pow2(x)} finite {f.name} values", why, hint)
+    verdict(
+        x == expected,
+        said=f"you counted {_pow2(x)} finite {f.name} values",
+        solution=why,
+        mistakes=[
+            Mistake(x == codes,
+                    "You counted every code, but inf and NaN codes are not finite numbers."),
+            Mistake(f.has_negative_zero and x == expected + 1,
+                    "You counted +0 and -0 as two values; they are the same number "
+                    "(0.0 == -0.0)."),
+        ],
+    )
 
 
 def check_spacing(fmt: FloatFormat | str, x: float, answer: Any) -> None:
@@ -255,14 +263,17 @@ def check_spacing(fmt: FloatFormat | str, x: float, answer: Any) -> None:
     if exp < f.emin:
         why = (f"{xv!r} is subnormal: all subnormals are spaced by the smallest subnormal "
                f"{_pow2(expected)}")
-    if a == expected:
-        _ok(f"the next {f.name} above {xv!r} is {xv + expected!r}; {why}.")
-        return
-    hint = ""
-    if a == f.eps and expected != f.eps:
-        hint = " That is eps, the spacing at 1.0; spacing grows with the binade."
-    elif a == expected / 2:
-        hint = " That is half the spacing (the largest rounding error), not the spacing."
-    elif a == expected * 2 or a == expected / 4:
-        hint = " Off by a factor of two: check which binade x is in."
-    _wrong_answer(f"you said the {f.name} spacing at {xv!r} is {_pow2(a)}", why, hint)
+    verdict(
+        a == expected,
+        right=f"the next {f.name} above {xv!r} is {xv + expected!r}; {why}.",
+        said=f"you said the {f.name} spacing at {xv!r} is {_pow2(a)}",
+        solution=why,
+        mistakes=[
+            Mistake(a == f.eps and expected != f.eps,
+                    "That is eps, the spacing at 1.0; spacing grows with the binade."),
+            Mistake(a == expected / 2,
+                    "That is half the spacing (the largest rounding error), not the spacing."),
+            Mistake(a == expected * 2 or a == expected / 4,
+                    "Off by a factor of two: check which binade x is in."),
+        ],
+    )

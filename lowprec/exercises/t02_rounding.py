@@ -9,7 +9,8 @@ import numpy as np
 
 from ..formats import FloatFormat, get_format
 from ..rounding import MODES, check_mode, encode, round_to
-from ._common import _number, _ok, _same, _wrong, _wrong_answer
+from ._common import _number, _same, _wrong
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_double_rounding",
@@ -47,19 +48,21 @@ def check_rounding(x: float, fmt: FloatFormat | str, mode: str, answer: Any) -> 
             even = lo if int(encode(lo, f)) % 2 == 0 else hi
             story += (f" (ties: rne picks the neighbour whose last mantissa bit is 0, {even!r};"
                       f" rna picks the one farther from zero)")
-    if _same(a, expected):
-        _ok(story + ".")
-        return
-    others = [m for m in MODES if m not in ("stochastic", mode)
+    others = [repr(m) for m in MODES if m not in ("stochastic", mode)
               and _same(float(round_to(xv, f, m)), a)]
-    hint = ""
-    if others:
-        names = [repr(m) for m in others]
-        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        hint = f" Your answer is what {listed} give{'s' if len(names) == 1 else ''}."
-    elif not math.isnan(a) and (not lo <= a <= hi or float(round_to(a, f, "rne")) != a):
-        hint = f" A rounded result is always one of the two neighbours {lo!r} and {hi!r}."
-    _wrong_answer(f"you rounded {xv!r} to {a!r}", story, hint)
+    listed = ", ".join(others[:-1]) + " and " + others[-1] if len(others) > 1 else "".join(others)
+    verdict(
+        _same(a, expected),
+        said=f"you rounded {xv!r} to {a!r}",
+        solution=story,
+        mistakes=[
+            Mistake(bool(others),
+                    f"Your answer is what {listed} give{'s' if len(others) == 1 else ''}."),
+            Mistake(not math.isnan(a) and (not lo <= a <= hi
+                                           or float(round_to(a, f, "rne")) != a),
+                    f"A rounded result is always one of the two neighbours {lo!r} and {hi!r}."),
+        ],
+    )
 
 
 def check_stochastic_probability(x: float, fmt: FloatFormat | str, answer: Any) -> None:
@@ -74,15 +77,15 @@ def check_stochastic_probability(x: float, fmt: FloatFormat | str, answer: Any) 
     why = (f"{xv!r} lies between {lo!r} and {hi!r}; it rounds up with probability "
            f"(x - lower) / (upper - lower) = {expected:.6g}, which makes the expected result "
            f"exactly x (no bias)")
-    if abs(p - expected) <= 1e-9:
-        _ok(why + ".")
-        return
-    hint = ""
-    if abs(p - (1 - expected)) <= 1e-9:
-        hint = " That is the probability of rounding *down*."
-    elif not 0 <= p <= 1:
-        hint = " A probability lies between 0 and 1."
-    _wrong_answer(f"you said x rounds up with probability {p:.6g}", why, hint)
+    verdict(
+        abs(p - expected) <= 1e-9,
+        said=f"you said x rounds up with probability {p:.6g}",
+        solution=why,
+        mistakes=[
+            Mistake(abs(p - (1 - expected)) <= 1e-9, "That is the probability of rounding *down*."),
+            Mistake(not 0 <= p <= 1, "A probability lies between 0 and 1."),
+        ],
+    )
 
 
 def check_double_rounding(x: Any, fmt: FloatFormat | str = "bf16",
@@ -95,19 +98,21 @@ def check_double_rounding(x: Any, fmt: FloatFormat | str = "bf16",
     direct = float(round_to(np.float64(xv), f))
     mid_value = float(round_to(np.float64(xv), v))
     twice = float(round_to(mid_value, f))
-    if direct != twice:
-        _ok(f"{xv!r} rounds directly to {f.name} as {direct!r}, but through {v.name} it first "
-            f"becomes {mid_value!r} and then {twice!r}: the first rounding moved it onto a "
-            f"{f.name} midpoint (or across one), and the second rounding broke the tie.")
-        return
     lo, hi = _neighbours(xv, f)
-    if lo == hi:
-        hint = f"{xv!r} is a {f.name} value; no rounding happens at all."
-    elif mid_value == xv:
-        hint = (f"{xv!r} is already a {v.name} value, so rounding to {v.name} changes nothing. "
-                f"Add a tiny amount that {v.name} cannot hold, e.g. 2^-40 relative.")
-    else:
-        hint = (f"Its {f.name} neighbours are {lo!r} and {hi!r} (midpoint {(lo + hi) / 2!r}); "
-                f"choose x just beside that midpoint, closer to it than half a {v.name} ulp, "
-                f"so that rounding to {v.name} lands exactly on the midpoint.")
-    _wrong(f"{xv!r} gives {direct!r} both directly and through {v.name}. {hint}")
+    verdict(
+        direct != twice,
+        right=f"{xv!r} rounds directly to {f.name} as {direct!r}, but through {v.name} it first "
+              f"becomes {mid_value!r} and then {twice!r}: the first rounding moved it onto a "
+              f"{f.name} midpoint (or across one), and the second rounding broke the tie.",
+        said=f"{xv!r} gives {direct!r} both directly and through {v.name}",
+        mistakes=[
+            Mistake(lo == hi, f"{xv!r} is a {f.name} value; no rounding happens at all."),
+            Mistake(mid_value == xv,
+                    f"{xv!r} is already a {v.name} value, so rounding to {v.name} changes nothing.",
+                    f"Add a tiny amount that {v.name} cannot hold, e.g. 2^-40 relative."),
+            Mistake(True,
+                    f"Its {f.name} neighbours are {lo!r} and {hi!r} (midpoint {(lo + hi) / 2!r}); "
+                    f"choose x just beside that midpoint, closer to it than half a {v.name} ulp, "
+                    f"so that rounding to {v.name} lands exactly on the midpoint."),
+        ],
+    )

@@ -9,7 +9,8 @@ import numpy as np
 
 from ..formats import FloatFormat, get_format
 from ..rounding import round_to
-from ._common import _number, _ok, _wrong, _wrong_answer
+from ._common import _number, _wrong
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_grad_scaler_scale",
@@ -47,10 +48,7 @@ def check_smallest_loss_scale(x: Any, fmt: FloatFormat | str, answer: Any, *,
     u_half, _ = shares(expected / 2)
     why = (f"with S = 2^{e} {u_exp:.2%} of the values of x * S round to zero in {f.name} and "
            f"none overflow, while with 2^{e - 1} {u_half:.2%} still do")
-    if s == expected:
-        _ok(why + ".")
-        return
-    if not (s > 0 and math.isfinite(s)):
+    if s != expected and not (s > 0 and math.isfinite(s)):
         _wrong(f"a loss scale must be a positive finite number, got {s!r}")
     under, over = shares(s)
     if over > 0:
@@ -61,8 +59,14 @@ def check_smallest_loss_scale(x: Any, fmt: FloatFormat | str, answer: Any, *,
     else:
         detail = (f"S = {s:g} works ({under:.2%} underflow), but it is not the smallest "
                   "power of two that does")
-    hint = "" if math.log2(s) == round(math.log2(s)) else " (Loss scales are powers of two.)"
-    _wrong_answer(detail, why, hint, sep="; ")
+    verdict(
+        s == expected,
+        said=detail,
+        but="; ",
+        solution=why,
+        mistakes=[Mistake(math.log2(s) != round(math.log2(s)),
+                          "(Loss scales are powers of two.)")],
+    )
 
 
 def check_grad_scaler_scale(found_inf: list[bool], answer: Any, *,
@@ -85,13 +89,15 @@ def check_grad_scaler_scale(found_inf: list[bool], answer: Any, *,
     steps = " -> ".join(f"2^{int(math.log2(t))}" for t in trace)
     why = (f"the scale halves after every step with inf/NaN (and that step is skipped) and "
            f"doubles after every {growth_interval} consecutive good steps; here it goes {steps}")
-    if s == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if s == init_scale * 2.0 ** (len(events) // growth_interval) or s == init_scale:
-        hint = " Check each overflow: it halves the scale *and* restarts the count of good steps."
-    _wrong_answer(f"you said {s:g}", why, hint)
+    verdict(
+        s == expected,
+        said=f"you said {s:g}",
+        solution=why,
+        mistakes=[Mistake(s == init_scale * 2.0 ** (len(events) // growth_interval)
+                          or s == init_scale,
+                          "Check each overflow: it halves the scale *and* restarts the count of "
+                          "good steps.")],
+    )
 
 
 class _Param:

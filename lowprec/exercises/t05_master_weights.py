@@ -9,7 +9,8 @@ import numpy as np
 
 from ..formats import FloatFormat, get_format
 from ..rounding import decode, encode, round_to
-from ._common import _number, _ok, _pow2, _wrong_answer
+from ._common import _number, _pow2
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_largest_lost_increment",
@@ -50,22 +51,23 @@ def check_largest_lost_increment(start: float, fmt: FloatFormat | str, answer: A
         if above != gap:
             why += (f". Note the gap below a power of two is half the gap above it "
                     f"({_pow2(gap)} against {_pow2(above)})")
-    if d == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if d == gap:
-        hint = (f" {s!r} {sign} {_pow2(d)} = {other!r} is itself representable, so that "
-                "update survives.")
-    elif not up and d == float(decode(np.uint32(code + 1), f)) - s or (
-            not up and d == (float(decode(np.uint32(code + 1), f)) - s) / 2):
-        hint = (f" You used the gap *above* {s!r}; going down from a power of two you enter "
-                "the binade below, where the gap is half as large.")
-    elif 0 < d < expected:
-        hint = " Larger changes are lost too."
-    elif expected < d < gap:
-        hint = f" {s!r} {sign} {d!r} is nearer {other!r} than {s!r}, so it rounds to {other!r}."
-    _wrong_answer(f"you said {_pow2(d)}", why, hint)
+    gap_above = float(decode(np.uint32(code + 1), f)) - s
+    verdict(
+        d == expected,
+        said=f"you said {_pow2(d)}",
+        solution=why,
+        mistakes=[
+            Mistake(d == gap, f"{s!r} {sign} {_pow2(d)} = {other!r} is itself representable, "
+                              "so that update survives."),
+            Mistake(not up and (d == gap_above or d == gap_above / 2),
+                    f"You used the gap *above* {s!r}; going down from a power of two you enter "
+                    "the binade below, where the gap is half as large."),
+            Mistake(0 < d < expected, "Larger changes are lost too."),
+            Mistake(expected < d < gap,
+                    f"{s!r} {sign} {d!r} is nearer {other!r} than {s!r}, so it rounds to "
+                    f"{other!r}."),
+        ],
+    )
 
 
 def check_steps_until_visible(weight: float, update: float, fmt: FloatFormat | str,
@@ -99,12 +101,14 @@ def check_steps_until_visible(weight: float, update: float, fmt: FloatFormat | s
            f"changes once the {mf.name} master has moved more than half the gap ({_pow2(half)}; "
            f"exactly half is a tie that goes back to the even {w0!r}); after {expected} steps "
            f"of {u!r} the master is {master_value!r} and the {f.name} copy becomes {seen!r}")
-    if a == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if a == expected - 1:
-        hint = " One step early: at that point the master is still within half a gap."
-    elif abs(a - 2 * half / abs(u)) < 1.5 or abs(a - math.ceil(2 * half / abs(u))) < 1:
-        hint = " You waited for a whole gap; half a gap is enough to round to the neighbour."
-    _wrong_answer(f"you said {a:g} steps", why, hint)
+    verdict(
+        a == expected,
+        said=f"you said {a:g} steps",
+        solution=why,
+        mistakes=[
+            Mistake(a == expected - 1,
+                    "One step early: at that point the master is still within half a gap."),
+            Mistake(abs(a - 2 * half / abs(u)) < 1.5 or abs(a - math.ceil(2 * half / abs(u))) < 1,
+                    "You waited for a whole gap; half a gap is enough to round to the neighbour."),
+        ],
+    )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..formats import FloatFormat, get_format
-from ._common import _number, _ok, _wrong_answer
+from ._common import _number
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_unit_roundoff",
@@ -21,13 +22,15 @@ def check_unit_roundoff(fmt: FloatFormat | str, answer: Any) -> None:
            f"value is eps = 2^-{f.mantissa_bits}; rounding to nearest errs by at most half a gap, "
            f"and relative to the value that is at most eps / 2 = 2^-{f.mantissa_bits + 1} = "
            f"{expected:g}")
-    if u == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if u == f.eps:
-        hint = " That is eps itself, the gap; round to nearest never errs by more than half of it."
-    elif u == 2.0 ** -(f.mantissa_bits + 2):
-        hint = (" Too small by half: the implicit leading bit is not stored, so eps is "
-                "2^-(mantissa bits), not 2^-(mantissa bits + 1).")
-    _wrong_answer(f"you said {u:g}", why, hint)
+    verdict(
+        u == expected,
+        said=f"you said {u:g}",
+        solution=why,
+        mistakes=[
+            Mistake(u == f.eps, "That is eps itself, the gap; round to nearest never errs by more "
+                                "than half of it."),
+            Mistake(u == 2.0 ** -(f.mantissa_bits + 2),
+                    "Too small by half: the implicit leading bit is not stored, so eps is "
+                    "2^-(mantissa bits), not 2^-(mantissa bits + 1)."),
+        ],
+    )

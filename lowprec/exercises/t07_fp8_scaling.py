@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from ..formats import FloatFormat, get_format
-from ._common import _number, _ok, _wrong_answer
+from ._common import _number
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_current_scale",
@@ -31,21 +32,24 @@ def check_current_scale(amax: float, fmt: FloatFormat | str, answer: Any, *,
            + (f"{f.max / float(amax) / 2.0**margin:g}, rounded down to a power of two: "
               if power_of_two else "")
            + f"{expected:g} (computed in float32)")
-    if s == expected or (not power_of_two and abs(s - expected) <= 1e-6 * expected):
-        _ok(why + ".")
-        return
-    hint = ""
-    if expected and abs(s * expected - 1) < 1e-6:
-        hint = (" That is scale_inv = 1 / scale, the factor that dequantization multiplies by; "
-                "the scale multiplies on the way in.")
-    else:
-        for other in ("fp8_e4m3", "fp8_e5m2", "fp16"):
-            g = get_format(other)
-            if g != f and abs(s - g.max / float(amax) / 2.0**margin) <= 1e-6 * s:
-                hint = f" You used {g.name}'s max ({g.max:g}) instead of {f.name}'s."
-        if power_of_two and abs(s - f.max / float(amax) / 2.0**margin) <= 1e-6 * s:
-            hint = " Round it down to a power of two."
-    _wrong_answer(f"you said {s:g}", why, hint)
+    amax_f = float(amax)
+
+    def used_max_of(g: FloatFormat) -> bool:  # the scale computed with g's max instead
+        return abs(s - g.max / amax_f / 2.0**margin) <= 1e-6 * s
+
+    other_formats = [g for g in map(get_format, ("fp16", "fp8_e5m2", "fp8_e4m3")) if g != f]
+    verdict(
+        s == expected or (not power_of_two and abs(s - expected) <= 1e-6 * expected),
+        said=f"you said {s:g}",
+        solution=why,
+        mistakes=[
+            Mistake(expected != 0 and abs(s * expected - 1) < 1e-6,
+                    "That is scale_inv = 1 / scale, the factor that dequantization multiplies "
+                    "by; the scale multiplies on the way in."),
+            Mistake(power_of_two and used_max_of(f), "Round it down to a power of two."),
+        ] + [Mistake(used_max_of(g), f"You used {g.name}'s max ({g.max:g}) instead of {f.name}'s.")
+             for g in other_formats],
+    )
 
 
 def check_delayed_scale(amaxes: list[float], fmt: FloatFormat | str, answer: Any, *,
@@ -68,12 +72,18 @@ def check_delayed_scale(amaxes: list[float], fmt: FloatFormat | str, answer: Any
            f"({'their maximum' if amax_compute == 'max' else 'the most recent'}: {used:g}), "
            f"not from the tensor it is about to quantize, so the next scale is "
            f"{f.max:g} / {used:g}" + (f" / 2^{margin}" if margin else "") + f" = {expected:g}")
-    if abs(s - expected) <= 1e-6 * abs(expected):
-        _ok(why + ".")
-        return
-    hint = ""
-    if amaxes and abs(s - f.max / float(amaxes[-1])) <= 1e-6 * s and used != amaxes[-1]:
-        hint = " You used only the most recent amax; the recipe takes the maximum over the window."
-    elif abs(s - f.max / max(float(a) for a in amaxes)) <= 1e-6 * s and used != max(amaxes):
-        hint = f" The window holds only the last {history_len} step(s); older amaxes have left it."
-    _wrong_answer(f"you said {s:g}", why, hint)
+    verdict(
+        abs(s - expected) <= 1e-6 * abs(expected),
+        said=f"you said {s:g}",
+        solution=why,
+        mistakes=[
+            Mistake(bool(amaxes) and abs(s - f.max / float(amaxes[-1])) <= 1e-6 * s
+                    and used != amaxes[-1],
+                    "You used only the most recent amax; the recipe takes the maximum over the "
+                    "window."),
+            Mistake(abs(s - f.max / max(float(a) for a in amaxes)) <= 1e-6 * s
+                    and used != max(amaxes),
+                    f"The window holds only the last {history_len} step(s); older amaxes have "
+                    "left it."),
+        ],
+    )

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ._common import _number, _ok, _wrong_answer
+from ._common import _number
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_bits_per_value",
@@ -36,22 +37,22 @@ def check_mx_scale(block: Any, fmt: str, answer: Any, *, scale_rule: str = "floo
         why += f" (2^(floor(log2 {amax:g}) - {emax}))"
     if clipped:
         why += ", so " + ", ".join(f"{v:g} clips to {d:g}" for v, d in clipped)
-    if s == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    for rule in ("floor", "ceil", "rceil", "even"):
-        if rule != scale_rule:
-            other = float(mx.quantize(values, fmt, block_size=values.size,
-                                      scale_rule=rule).scales.ravel()[0])
-            if s == other:
-                hint = f" That is the {rule!r} rule's scale."
-                break
-    if not hint and s == amax / mxf.element_max:
-        hint = " MX scales are powers of two (E8M0 stores only an exponent)."
-    elif not hint and s > 0 and s == 2.0 ** (math.floor(math.log2(amax))):
-        hint = f" Subtract the element format's largest exponent ({emax})."
-    _wrong_answer(f"you said {s:g}", why, hint)
+    def rule_scale(rule: str) -> float:
+        return float(mx.quantize(values, fmt, block_size=values.size,
+                                 scale_rule=rule).scales.ravel()[0])
+
+    verdict(
+        s == expected,
+        said=f"you said {s:g}",
+        solution=why,
+        mistakes=[Mistake(s == rule_scale(rule), f"That is the {rule!r} rule's scale.")
+                  for rule in ("floor", "ceil", "rceil", "even") if rule != scale_rule] + [
+            Mistake(s == amax / mxf.element_max,
+                    "MX scales are powers of two (E8M0 stores only an exponent)."),
+            Mistake(s > 0 and amax > 0 and s == 2.0 ** (math.floor(math.log2(amax))),
+                    f"Subtract the element format's largest exponent ({emax})."),
+        ],
+    )
 
 
 def check_bits_per_value(fmt: str, answer: Any, *, block_size: int = 32) -> None:
@@ -65,12 +66,12 @@ def check_bits_per_value(fmt: str, answer: Any, *, block_size: int = 32) -> None
     why = (f"each value stores a {mxf.element_bits}-bit element and shares one 8-bit E8M0 scale "
            f"with the {block_size - 1} others of its block: {mxf.element_bits} + 8/{block_size} "
            f"= {expected:g} bits")
-    if abs(b - expected) <= 1e-12:
-        _ok(why + ".")
-        return
-    hint = ""
-    if b == mxf.element_bits:
-        hint = " Do not forget the scale's share."
-    elif b == mxf.element_bits + 32 / block_size:
-        hint = " MX scales are 8-bit E8M0, not fp32."
-    _wrong_answer(f"you said {b:g}", why, hint)
+    verdict(
+        abs(b - expected) <= 1e-12,
+        said=f"you said {b:g}",
+        solution=why,
+        mistakes=[
+            Mistake(b == mxf.element_bits, "Do not forget the scale's share."),
+            Mistake(b == mxf.element_bits + 32 / block_size, "MX scales are 8-bit E8M0, not fp32."),
+        ],
+    )

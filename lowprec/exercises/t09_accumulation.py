@@ -9,7 +9,8 @@ import numpy as np
 
 from ..formats import FloatFormat, get_format
 from ..rounding import round_to
-from ._common import _number, _ok, _wrong_answer
+from ._common import _number
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_accumulator_spacing",
@@ -38,15 +39,18 @@ def check_sequential_sum(value: float, count: int, fmt: FloatFormat | str, answe
                f"and the result is exact")
     else:
         why += f"; the sum sticks at {expected:g}"
-    if s == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if s == exact and expected != exact:
-        hint = " That is the exact sum; the accumulator rounds after every addition."
-    elif s == 2 * expected:
-        hint = " One binade too far: at that point the spacing is 2 × value and ties go to even."
-    _wrong_answer(f"you said {s:g}", why, hint)
+    verdict(
+        s == expected,
+        said=f"you said {s:g}",
+        solution=why,
+        mistakes=[
+            Mistake(s == exact and expected != exact,
+                    "That is the exact sum; the accumulator rounds after every addition."),
+            Mistake(s == 2 * expected,
+                    "One binade too far: at that point the spacing is 2 × value and ties go to "
+                    "even."),
+        ],
+    )
 
 
 def check_accumulator_spacing(value: float, fraction_bits: int, answer: Any) -> None:
@@ -61,12 +65,14 @@ def check_accumulator_spacing(value: float, fraction_bits: int, answer: Any) -> 
     why = (f"{x:g} lies in [2^{e}, 2^{e + 1}), and with {fraction_bits} fraction bits the "
            f"spacing there is 2^({e} - {fraction_bits}) = 2^{e - int(fraction_bits)} = "
            f"{expected:g}; a truncating accumulator drops any addend (or part of one) below it")
-    if s == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if s == expected * 2 or s == expected / 2:
-        hint = " Off by a factor of two: check the binade of the value."
-    elif s == 2.0 ** -int(fraction_bits):
-        hint = " That is the spacing at 1; the spacing scales with the value's binade."
-    _wrong_answer(f"you said {s:g}", why, hint)
+    verdict(
+        s == expected,
+        said=f"you said {s:g}",
+        solution=why,
+        mistakes=[
+            Mistake(s == expected * 2 or s == expected / 2,
+                    "Off by a factor of two: check the binade of the value."),
+            Mistake(s == 2.0 ** -int(fraction_bits),
+                    "That is the spacing at 1; the spacing scales with the value's binade."),
+        ],
+    )

@@ -8,7 +8,8 @@ import numpy as np
 
 from ..formats import FloatFormat, get_format
 from ..rounding import MODES, check_mode, decode, encode
-from ._common import ExerciseError, _bits, _number, _ok, _wrong, _wrong_answer
+from ._common import ExerciseError, _bits, _number, _wrong
+from ._verdict import Mistake, verdict
 
 __all__ = [
     "check_device_mode",
@@ -40,16 +41,18 @@ def check_ulp_distance(code_a: int, code_b: int, fmt: FloatFormat | str, answer:
            f"values from the second to the first gives {expected:+d} step(s)")
     if (a & f.sign_mask) != (b & f.sign_mask):
         why += " (across zero: +0 and -0 are the same point, so the count passes zero once)"
-    if d == expected:
-        _ok(why + ".")
-        return
-    hint = ""
-    if d == -expected:
-        hint = " The sign is the other way round: the distance goes from the second code to the first."
-    elif d == a - b and a - b != expected:
-        hint = (" Subtracting the codes as integers only works when both have the same sign: "
-                "the sign bit is not part of the magnitude's order.")
-    _wrong_answer(f"you said {d:g}", why, hint)
+    verdict(
+        d == expected,
+        said=f"you said {d:g}",
+        solution=why,
+        mistakes=[
+            Mistake(d == -expected, "The sign is the other way round: the distance goes from the "
+                                    "second code to the first."),
+            Mistake(d == a - b and a - b != expected,
+                    "Subtracting the codes as integers only works when both have the same sign: "
+                    "the sign bit is not part of the magnitude's order."),
+        ],
+    )
 
 
 def check_device_mode(x: float, fmt: FloatFormat | str, device_code: int, answer: Any) -> None:
@@ -70,8 +73,6 @@ def check_device_mode(x: float, fmt: FloatFormat | str, device_code: int, answer
                       if m != "stochastic")
     why = (f"{xv!r} rounds in {f.name} as: {table}; the device's {_bits(code, f)} matches "
            f"{' and '.join(repr(m) for m in fits)}")
-    if mode in fits:
-        _ok(why + ".")
-        return
-    _wrong_answer(f"{mode!r} gives {_bits(int(encode(xv, f, mode)), f)}, not the device's code",
-                  why, sep=": ")
+    verdict(mode in fits,
+            said=f"{mode!r} gives {_bits(int(encode(xv, f, mode)), f)}, not the device's code",
+            but=": ", solution=why)

@@ -20,9 +20,16 @@ from ._style import (
     _get,
     _get_opt,
     _new_ax,
+    _series_color,
 )
 
-__all__ = ["loss_scale_trace", "lost_updates", "training_curves", "underflow_per_layer"]
+__all__ = ["final_ranking", "loss_scale_trace", "lost_updates", "memory_stack",
+           "training_curves", "underflow_per_layer"]
+
+#: Memory roles in stacking order (``lowprec.train.memory.ROLES``), with their colours:
+#: the weight side in blues and greens, the activations in vermillion.
+MEMORY_ROLES = {"master": "#56B4E9", "weights": "#0072B2", "weight_grads": "#009E73",
+                "optimizer_state": "#999933", "activations": "#D55E00"}
 
 # ------------------------------------------------------------ 4. training runs
 def _runs(runs: Any) -> list[tuple[str, Any]]:
@@ -51,10 +58,15 @@ def training_curves(
     *,
     show_train: bool = True,
     logy: bool = False,
+    legend: bool = True,
     title: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
     """Loss (``metric="loss"``) or accuracy (``"acc"``) per step, one colour per run.
+
+    Up to twelve runs get twelve different colours (and each its own marker and dash
+    pattern); ``legend=False`` leaves the legend to the caller (e.g. one ``fig.legend``
+    outside the axes for several panels, so that it covers no data).
 
     Training values are a thin line (``show_train``), evaluation values (``eval_step``/
     ``eval_loss`` or ``eval_acc``) markers joined by a thick line; each run has its own
@@ -67,8 +79,9 @@ def training_curves(
     ax = _new_ax(ax, (7.0, 4.5))
     train_key = "loss" if metric == "loss" else "train_acc"
     curves: dict[str, np.ndarray] = {}
-    for i, (label, run) in enumerate(_runs(runs)):
-        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+    all_runs = _runs(runs)
+    for i, (label, run) in enumerate(all_runs):
+        color = _series_color(i, len(all_runs))
         marker, dash = _MARKERS[i % len(_MARKERS)], _DASHES[i % len(_DASHES)]
         h = _get(run, "history")
         steps = np.asarray(_hist(run, "step"))
@@ -96,9 +109,52 @@ def training_curves(
         handles += [Line2D([], [], color="0.4", linewidth=0.7, alpha=0.6),
                     Line2D([], [], color="0.4", marker="o", markersize=3.5, linewidth=1.6)]
         labels += ["training batch (per step)", "held-out evaluation"]
-    ax.legend(handles, labels, fontsize=8)
+    if legend:
+        ax.legend(handles, labels, fontsize=8)
     ax.grid(True, color="0.92", linewidth=0.6)
     ax.set_title(title or ("Loss" if metric == "loss" else "Accuracy") + " per precision policy")
+    return ax
+
+
+def final_ranking(runs: Any, metric: str = "loss", *, title: str | None = None,
+                  ax: Axes | None = None) -> Axes:
+    """The runs ranked by their final held-out loss (``summary["final_loss"]``) or
+    accuracy (``"acc"``), as horizontal bars (best on top), in the colours
+    :func:`training_curves` gives the same runs. Loss uses a log axis (a diverged run
+    can be 20x worse than the rest); each bar is labelled with its value, and with the
+    accuracy when ranking by loss. Bars have gid ``"<label>:final"``.
+    """
+    if metric not in ("loss", "acc"):
+        raise ValueError(f"metric must be 'loss' or 'acc', got {metric!r}")
+    ax = _new_ax(ax, (6.0, 4.5))
+    all_runs = _runs(runs)
+    colors = {label: _series_color(i, len(all_runs)) for i, (label, _) in enumerate(all_runs)}
+    key = "final_loss" if metric == "loss" else "final_acc"
+    summaries = {label: _get(run, "summary") for label, run in all_runs}
+    values = {label: _get_opt(sm, key) for label, sm in summaries.items()}
+    if any(v is None for v in values.values()):
+        raise ValueError(f"every run needs summary[{key!r}] (regression runs have no accuracy)")
+    order = sorted(values, key=lambda k: values[k], reverse=(metric == "acc"))
+    y = np.arange(len(order))[::-1]
+    for yi, label in zip(y, order):
+        ax.barh(yi, values[label], color=colors[label], height=0.7, gid=f"{label}:final")
+        text = f" {values[label]:.4f}" if metric == "loss" else f" {100 * values[label]:.1f}%"
+        acc = _get_opt(summaries[label], "final_acc")
+        if metric == "loss" and acc is not None:
+            text += f"  ({100 * acc:.1f}%)"
+        ax.text(values[label], yi, text, va="center", ha="left", fontsize=7.5)
+    ax.set_yticks(y, order, fontsize=8)
+    if metric == "loss":
+        ax.set_xscale("log")
+        lo, hi = min(values.values()), max(values.values())
+        ax.set_xlim(lo / 1.15, hi * 4.0)  # room for the labels right of the longest bar
+        ax.set_xlabel("final held-out loss (log scale; accuracy in brackets)")
+    else:
+        ax.set_xlim(0, 1.2)
+        ax.set_xlabel("final held-out accuracy")
+    ax.grid(True, axis="x", color="0.92", linewidth=0.6)
+    ax.set_title(title or ("Final held-out loss, best on top" if metric == "loss"
+                           else "Final held-out accuracy, best on top"))
     return ax
 
 
@@ -160,8 +216,9 @@ def loss_scale_trace(runs: Any, *, title: str | None = None, ax: Axes | None = N
     The trace of each run has gid ``"<label>:scale"``, its skipped steps ``"<label>:skipped"``.
     """
     ax = _new_ax(ax, (7.0, 4.5))
-    for i, (label, run) in enumerate(_runs(runs)):
-        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+    all_runs = _runs(runs)
+    for i, (label, run) in enumerate(all_runs):
+        color = _series_color(i, len(all_runs))
         steps = np.asarray(_hist(run, "step"))
         scale = np.asarray(_hist(run, "loss_scale"), dtype=np.float64)
         skipped = np.asarray(_hist(run, "skipped"), dtype=bool)
@@ -177,4 +234,34 @@ def loss_scale_trace(runs: Any, *, title: str | None = None, ax: Axes | None = N
     ax.legend(fontsize=8)
     ax.grid(True, color="0.92", linewidth=0.6)
     ax.set_title(title or "Dynamic loss scale; × = step skipped (inf/NaN gradients)")
+    return ax
+
+
+def memory_stack(tables: Any, *, unit: str = "GiB", title: str | None = None,
+                 ax: Axes | None = None) -> Axes:
+    """Memory per recipe as horizontal bars stacked by tensor role (master copy, weights,
+    gradients, optimizer state, activations), from :func:`lowprec.train.memory` tables.
+    Each segment has gid ``"<policy>:<role>"``; its width is the role's bytes in ``unit``
+    (``"B"``, ``"KiB"``, ``"MiB"`` or ``"GiB"``); the total is written after the bar."""
+    scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}
+    if unit not in scale:
+        raise ValueError(f"unit must be one of {tuple(scale)}, got {unit!r}")
+    tables = list(tables)
+    if not tables:
+        raise ValueError("no memory tables given")
+    ax = _new_ax(ax, (7.0, 4.5))
+    y = np.arange(len(tables))[::-1]
+    for yi, t in zip(y, tables):
+        left = 0.0
+        for role, color in MEMORY_ROLES.items():
+            w = t.bytes_of(role) / scale[unit]
+            ax.barh(yi, w, left=left, color=color, height=0.7, gid=f"{t.policy}:{role}",
+                    label=role.replace("_", " ") if yi == y[0] else None)
+            left += w
+        ax.text(left, yi, f" {left:.3g} {unit}", va="center", ha="left", fontsize=7.5)
+    ax.set_yticks(y, [t.policy for t in tables], fontsize=8)
+    ax.set_xlim(0, max(t.total_bytes for t in tables) / scale[unit] * 1.18)
+    ax.set_xlabel(f"memory ({unit}, exact)")
+    ax.grid(True, axis="x", color="0.92", linewidth=0.6)
+    ax.set_title(title or "Memory per recipe, by tensor role")
     return ax

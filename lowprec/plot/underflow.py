@@ -28,7 +28,7 @@ from ._style import (
     region_edges,
 )
 
-__all__ = ["gradient_samples", "underflow_histogram", "underflow_shares"]
+__all__ = ["gradient_samples", "rounding_edges", "underflow_histogram", "underflow_shares"]
 
 # ------------------------------------------------------- 1. underflow histogram
 def underflow_shares(
@@ -57,6 +57,41 @@ def underflow_shares(
     over = int(np.count_nonzero(~finite))
     return {"zero": zero / n, "subnormal": sub / n, "normal": (n - zero - sub - over) / n,
             "overflow": over / n}
+
+
+def rounding_edges(fmt: FloatFormat | str, mode: str = "rne") -> tuple[float, float, float]:
+    """log2 of where rounding a positive value to ``fmt`` in ``mode`` changes region:
+    ``(zero, normal, overflow)``. Values up to the first edge round to zero, values
+    between the first two to a subnormal, then to a normal value, and beyond the last one
+    overflow -- so the bands of :func:`underflow_histogram` agree with its table.
+
+    With round-to-nearest the first edge is *half* the smallest subnormal: for fp16 the
+    values in (2^-25, 2^-24) round up to 2^-24, and 2^-25 itself is a tie that goes to the
+    even neighbour, zero. Directed modes move the edges by half a step (``rtz`` flushes
+    everything below 2^-24; ``rup`` and ``odd`` flush nothing: -inf). ``stochastic`` has no sharp
+    edges; it gets the representable limits (:func:`region_edges`).
+
+    >>> rounding_edges("fp16")
+    (-25.0, -14.00070461297659, 15.99964773652837)
+    >>> rounding_edges("fp16", "rtz")[0]
+    -24.0
+    """
+    f = get_format(fmt)
+    mode = check_mode(mode)
+    sub, norm, top = f.smallest_subnormal, f.smallest_normal, f.max
+    ulp_top = 2.0 ** (math.floor(math.log2(top)) - f.mantissa_bits)
+    if not f.has_subnormals:
+        sub = norm
+    if mode in ("rne", "rna"):
+        edges = (sub / 2, norm - sub / 2 if f.has_subnormals else norm / 2, top + ulp_top / 2)
+    elif mode in ("rtz", "rdown", "odd"):  # positive values truncate, and never overflow
+        edges = (0.0 if mode == "odd" else sub, norm, math.inf)  # odd: (0, sub) -> sub
+    elif mode == "rup":
+        edges = (0.0, norm - sub if f.has_subnormals else 0.0, top)
+    else:
+        return region_edges(f)
+    return tuple(math.log2(e) if 0 < e < math.inf else (-math.inf if e == 0 else math.inf)
+                 for e in edges)  # type: ignore[return-value]
 
 
 def gradient_samples(
@@ -118,8 +153,10 @@ def underflow_histogram(
     Precision Training" (ICLR 2018, Fig. 3). Bars count the non-zero finite values of ``x``
     per 1/``bins_per_binade`` binade (they add up to that count; exact zeros cannot sit on
     a log axis and are reported in the table). For every format a band at the top shows
-    its regions: lost to zero below the smallest subnormal, subnormal up to the smallest
-    normal, normal up to ``max``, overflow above (the rectangles have ``gid``
+    its regions *as rounding in* ``mode`` *makes them* (:func:`rounding_edges`): with
+    round-to-nearest, lost to zero up to half the smallest subnormal, subnormal up to half a
+    subnormal step below the smallest normal, normal up to ``max`` plus half an ulp,
+    overflow above (the rectangles have ``gid``
     ``"<format>:<region>"``). With one format the regions are also shaded behind the bars.
     The table gives the share of values that really round into each region (see
     :func:`underflow_shares`); with ``loss_scale`` S the histogram of ``x * S`` is drawn
@@ -173,9 +210,16 @@ def underflow_histogram(
 
     trans = blended_transform_factory(ax.transData, ax.transAxes)
     for j, f in enumerate(fmts):
-        b_sub, b_norm, b_max = region_edges(f)
-        spans = {"zero": (min(xlim[0], b_sub) - 1, b_sub), "subnormal": (b_sub, b_norm),
-                 "normal": (b_norm, b_max), "overflow": (b_max, max(xlim[1], b_max) + 1)}
+        # Where rounding (not the representable values) changes region, so that the bands
+        # agree with the table below, which counts what round_to really returns.
+        b_zero, b_norm, b_over = rounding_edges(f, mode)
+        left, right = xlim[0] - 1, xlim[1] + 1
+        if b_zero == -math.inf:  # nothing rounds to zero (rup, odd): an empty band
+            b_zero = min(left, b_norm - 1)
+        if b_over == math.inf:  # nothing overflows (rtz, rdown, odd)
+            b_over = max(right, b_norm + 1)
+        spans = {"zero": (min(xlim[0], b_zero) - 1, b_zero), "subnormal": (b_zero, b_norm),
+                 "normal": (b_norm, b_over), "overflow": (b_over, max(xlim[1], b_over) + 1)}
         y0 = 1 - band_h * (j + 1)
         for region, (s, e) in spans.items():
             ax.add_patch(Rectangle((s, y0), e - s, band_h, transform=trans,
@@ -187,7 +231,7 @@ def underflow_histogram(
                                        facecolor=REGION_COLORS[region], alpha=0.12,
                                        linewidth=0, gid=f"shade:{f.name}:{region}"))
         if len(fmts) == 1:
-            _label_band(ax, f, spans, xlim, y0 + band_h / 2, trans)
+            _label_band(ax, f, mode, spans, xlim, y0 + band_h / 2, trans)
         ax.text(xlim[0] + 0.3, y0 + band_h / 2, f.name, transform=trans, ha="left",
                 va="center", fontsize=8, fontweight="bold",
                 bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
@@ -243,16 +287,27 @@ def underflow_histogram(
     return ax
 
 
-def _label_band(ax: Axes, f: FloatFormat, spans: dict, xlim: tuple[float, float],
-                y: float, trans: Any) -> None:
+def _label_band(ax: Axes, f: FloatFormat, mode: str, spans: dict,
+                xlim: tuple[float, float], y: float, trans: Any) -> None:
     """Write each region's name and range into its band segment where it fits."""
     fig = ax.get_figure()
     width_in = ax.get_position().width * fig.get_figwidth() if fig is not None else 6.0
     per_binade = width_in * 72 / (xlim[1] - xlim[0])  # points per binade
     b_sub, b_norm, _ = region_edges(f)
+    b_zero = rounding_edges(f, mode)[0]
+    if math.isfinite(b_zero) and b_zero == b_sub - 1:  # round to nearest
+        tie = "tie to even" if mode == "rne" else "tie away"
+        zero = [f"lost to zero (up to $2^{{{b_zero:.0f}}}$ = half the smallest subnormal, "
+                f"{tie})", f"lost to zero (up to $2^{{{b_zero:.0f}}}$, {tie})",
+                f"lost to zero ($\\leq 2^{{{b_zero:.0f}}}$)"]
+    elif math.isfinite(b_zero):
+        zero = [f"lost to zero (below $2^{{{b_zero:.0f}}}$)"]
+    else:
+        zero = []
     texts = {
-        "zero": [f"lost to zero (below $2^{{{b_sub:.0f}}}$)", "lost to zero"],
-        "subnormal": [f"subnormal ($2^{{{b_sub:.0f}}}$ to $2^{{{b_norm:.0f}}}$)", "subnormal"],
+        "zero": [*zero, "lost to zero"],
+        "subnormal": [f"subnormal (smallest $2^{{{b_sub:.0f}}}$, normal from "
+                      f"$2^{{{b_norm:.0f}}}$)", "subnormal"],
         "normal": [f"normal ($2^{{{b_norm:.0f}}}$ to max = {f.max:g})", "normal"],
         "overflow": ["overflow", "over"],
     }

@@ -7,6 +7,7 @@
 """
 
 from .data import TASKS, Task, get_task
+from .memory import MemoryTable, memory, transformer_layer
 from .optim import SGD, Adam
 from .policy import POLICIES, Policy, Quant, get_policy, list_policies
 from .results import RunResult, load_run, save_run
@@ -19,6 +20,7 @@ __all__ = [
     "TASKS",
     "Adam",
     "GradScaler",
+    "MemoryTable",
     "Policy",
     "Quant",
     "RunResult",
@@ -28,6 +30,8 @@ __all__ = [
     "get_task",
     "list_policies",
     "load_run",
+    "memory",
     "save_run",
     "train",
+    "transformer_layer",
 ]

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._names import did_you_mean
+
 __all__ = ["TASKS", "Task", "get_task"]
 
 TASKS = {
@@ -121,5 +123,6 @@ def get_task(name: str, seed: int = 0, **knobs: int) -> Task:
     """A task by name (see :data:`TASKS`); ``knobs`` such as ``grad_exp`` override defaults."""
     makers = {"underflow": underflow_task, "regression": regression_task, "digits": digits_task}
     if name not in makers:
-        raise ValueError(f"unknown task {name!r}; tasks: {', '.join(TASKS)}")
+        raise ValueError(f"unknown task {name!r}{did_you_mean(name, makers)}; "
+                         f"tasks: {', '.join(TASKS)}")
     return makers[name](seed, **knobs)

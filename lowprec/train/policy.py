@@ -29,12 +29,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._names import did_you_mean
 from ..formats import get_format
 from ..rounding import check_mode
 
 __all__ = ["POLICIES", "Policy", "Quant", "get_policy", "list_policies"]
 
-SCALINGS = ("none", "delayed", "mx")
+SCALINGS = ("none", "delayed", "mx", "nvfp4")
 LOSS_SCALINGS = ("none", "static", "dynamic")
 #: MX element formats by their OCP name (used with ``scaling="mx"``).
 MX_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4")
@@ -53,7 +54,9 @@ class Quant:
     scaling:
         ``"none"`` (round the values as they are), ``"delayed"`` (one scale per
         tensor from the amax history, FP8 recipes; :mod:`lowprec.scaling`) or
-        ``"mx"`` (one power-of-two scale per block of 32; :mod:`lowprec.mx`).
+        ``"mx"`` (one power-of-two scale per block of 32; :mod:`lowprec.mx`) or
+        ``"nvfp4"`` (format ``"nvfp4"``: E2M1 values, one E4M3 scale per block of 16 and
+        an FP32 tensor scale; :mod:`lowprec.nvfp4`).
     """
 
     format: str
@@ -67,6 +70,9 @@ class Quant:
         if self.scaling == "mx":
             if self.format not in MX_FORMATS:
                 raise ValueError(f"MX format must be one of {MX_FORMATS}, got {self.format!r}")
+        elif self.scaling == "nvfp4":
+            if self.format != "nvfp4":
+                raise ValueError(f"scaling='nvfp4' needs format 'nvfp4', got {self.format!r}")
         else:
             object.__setattr__(self, "format", get_format(self.format).name)
 
@@ -208,7 +214,8 @@ def get_policy(policy: str | Policy) -> Policy:
         return POLICIES[policy]
     except (KeyError, TypeError):
         raise ValueError(
-            f"unknown policy {policy!r}; presets: {', '.join(POLICIES)}"
+            f"unknown policy {policy!r}{did_you_mean(policy, POLICIES)}; "
+            f"presets: {', '.join(POLICIES)}"
         ) from None
 
 

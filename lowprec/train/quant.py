@@ -3,8 +3,8 @@
 :func:`make_rounder` gives an ``array -> array`` function (same shape and
 dtype) that rounds with :func:`lowprec.round_to`, or quantizes and dequantizes
 with a delayed per-tensor scale (:mod:`lowprec.scaling`) or MX block scales
-(:mod:`lowprec.mx`). Scaled quantizers keep state (the amax history), so every
-tensor site in the network gets its own rounder.
+(:mod:`lowprec.mx`) or NVFP4 scales (:mod:`lowprec.nvfp4`). Scaled quantizers keep
+state (the amax history), so every tensor site in the network gets its own rounder.
 
 :class:`SiteStats` counts what a gradient rounding did: values that were
 non-zero before and zero after (underflow), that became subnormal, and that
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import mx, scaling
+from .. import mx, nvfp4, scaling
 from ..formats import get_format
 from ..rounding import round_to
 from .policy import Quant
@@ -48,6 +48,12 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
             return np.asarray(y, dtype=x.dtype)
 
         return delayed
+    if q.scaling == "nvfp4":
+        def nvfp4_round(x: np.ndarray) -> np.ndarray:
+            t = nvfp4.quantize(x, axis=axis, block_size=16, mode=q.mode, **rng_arg)
+            return np.asarray(t.dequantize(), dtype=x.dtype)
+
+        return nvfp4_round
 
     def mx_round(x: np.ndarray) -> np.ndarray:
         t = mx.quantize(x, q.format, axis=axis, block_size=32, mode=q.mode, **rng_arg)

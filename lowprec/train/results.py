@@ -81,6 +81,9 @@ class RunResult:
     summary: dict[str, Any]
     task_config: dict[str, Any] = field(default_factory=dict)
     grads: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    #: The final stored weights and biases (``[W1, b1, W2, b2, ...]``, float32) of a run
+    #: made in this process; not written by :func:`save_run` (empty after :func:`load_run`).
+    params: list[np.ndarray] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("policy", "task", "steps", "seed", "lowprec_version",

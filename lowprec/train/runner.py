@@ -120,11 +120,11 @@ def train(
         if state_q is not None and state_q.format != "fp32" else None
     if optimizer == "sgd":
         base_lr = task.lr if lr is None else lr
-        opt = SGD(net.params, base_lr * 2.0**task.grad_exp, task.momentum, store=store,
+        opt = SGD(net.parameters(), base_lr * 2.0**task.grad_exp, task.momentum, store=store,
                   state=state)
     else:
         base_lr = 1e-3 if lr is None else lr
-        opt = Adam(net.params, base_lr, store=store, state=state)  # scale-invariant: no 2**k
+        opt = Adam(net.parameters(), base_lr, store=store, state=state)  # scale-invariant: no 2**k
     scaler = _make_scaler(policy)
     if sample_steps is None:
         sample_steps = (0, steps // 2, steps - 1)
@@ -134,7 +134,7 @@ def train(
     per_layer = ("grad_underflow", "grad_subnormal", "grad_overflow", "lost_updates",
                  "act_grad_underflow", "weight_grad_underflow")
     for key in per_layer:
-        h[key] = {name: [] for name in net.layers}
+        h[key] = {layer.name: [] for layer in net.layers}
     totals = {"nonzero": 0, "underflow": 0, "moved": 0, "lost": 0}
     grads: dict[str, np.ndarray] = {}
 
@@ -169,8 +169,8 @@ def train(
         h["train_acc"].append(_accuracy(task, out.data, y))
         h["loss_scale"].append(scale_used)
         h["skipped"].append(bool(skipped))
-        for i, name in enumerate(net.layers):
-            a, w = net.act_stats[i], net.weight_stats[i]
+        for i, layer in enumerate(net.layers):
+            name, a, w = layer.name, layer.act_stats, layer.weight_stats
             nz, uf = a.nonzero + w.nonzero, a.underflow + w.underflow
             totals["nonzero"] += nz
             totals["underflow"] += uf
@@ -209,9 +209,9 @@ def train(
 
     return RunResult(
         policy=policy.name, task=task.name, steps=steps, seed=seed, lowprec_version=__version__,
-        policy_config=policy.to_dict(), layers=list(net.layers), history=h, summary=summary,
+        policy_config=policy.to_dict(), layers=[layer.name for layer in net.layers], history=h, summary=summary,
         task_config={"sizes": list(task.sizes), "lr": base_lr, "momentum": task.momentum,
                      "batch_size": bs, "grad_exp": task.grad_exp, "optimizer": optimizer,
                      "n_train": int(task.x_train.shape[0]), "n_test": int(task.x_test.shape[0])},
-        grads=grads,
+        grads=grads, params=[p.data.copy() for p in net.params],
     )
