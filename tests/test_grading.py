@@ -155,6 +155,38 @@ def test_a_run_that_never_defines_an_answer(tmp_path: Path, spec01: list) -> Non
     assert "stopped" in r.exercises[1].feedback[0]
 
 
+def test_tutorial_12_the_grader_defines_the_teachers_lowprec_values(tmp_path: Path) -> None:
+    """Exercise 3 of tutorial 12 reads `layer` and `qat_policy`, which the teacher's cells
+    define from lowprec alone: the grader defines them itself when the run cannot give them
+    (here: the submission never ran those cells; in a full run they are not numbers)."""
+    spec = exercise_spec(open_tutorial("12"))
+    assert [e.number for e in spec] == ["1", "2", "3"]
+    check = spec[2].checks[0]
+    assert check.answers == ("qat_bytes",)
+    assert [name for name, _ in check.teacher] == ["layer", "qat_policy"]
+    # FP32 master 4 + MXFP4 weights (4 + 8/32 bits) / 8 + FP32 gradients 4 + Adam 2 * 4
+    right = 4 + (4 + 8 / 32) / 8 + 4 + 2 * 4
+    cells = [_cell("Exercise 1: one weight on the grid", "w_03 = 0.5"),  # 0.3 > 0.25: up
+             _cell("Exercise 2: bits per weight", "bits = 4"),          # no scale share
+             _cell("Exercise 3: bytes per parameter", f"qat_bytes = {right!r}")]
+    r = grade_submission(_submission(tmp_path, "s12.py", cells), spec, timeout=120)
+    assert [e.points for e in r.exercises] == [1, 0, 1], [e.feedback for e in r.exercises]
+    assert "scale" in r.exercises[1].feedback[0] and "4.25" not in r.exercises[1].feedback[0]
+    cells[2] = _cell("Exercise 3: bytes per parameter", f"qat_bytes = {right - 4!r}")
+    r = grade_submission(_submission(tmp_path, "s12b.py", cells), spec, timeout=120)
+    assert r.exercises[2].points == 0
+    assert "master" in r.exercises[2].feedback[0] and "16.53" not in r.exercises[2].feedback[0]
+
+
+def test_notebook_values_still_come_from_the_run_when_readable(spec01: list) -> None:
+    """`act` (tutorials 03 and 04) is a readable array: it is taken from the student's run;
+    the teacher's definition is only the fallback."""
+    spec03 = exercise_spec(open_tutorial("03"))
+    check = spec03[1].checks[0]
+    assert check.context == ("act",) and [n for n, _ in check.teacher] == ["act"]
+    assert all(not c.teacher for e in spec01 for c in e.checks)
+
+
 # ------------------------------------------------------------ variants
 def _fields_answers(text: str) -> dict[str, str]:
     """Right answers to a variant of tutorial 01, from the numbers in its check calls."""

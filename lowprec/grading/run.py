@@ -225,6 +225,18 @@ def _decode_value(v: Any) -> Any:
     return v
 
 
+def teacher_values(check: Check, names: list[str]) -> dict[str, Any]:
+    """The values of ``names`` from the teacher's own statements (:attr:`Check.teacher`)."""
+    import lowprec
+
+    ns: dict[str, Any] = {"lp": lowprec}
+    statements = dict(check.teacher)
+    for name in names:
+        for stmt in statements[name]:
+            exec(compile(stmt, "<teacher>", "exec"), ns)  # noqa: S102 - the teacher's text
+    return {name: ns[name] for name in names}
+
+
 def run_check(check: Check, values: dict[str, Any]) -> tuple[bool, str, str, str]:
     """Call the teacher's check with the recorded values: (passed, feedback, mistake, solution)."""
     call = ast.parse(check.call, mode="eval").body
@@ -285,6 +297,10 @@ def _grade_exercise(ex: Exercise, snap: dict[str, Any] | None, earlier_error: st
         result.mistake = "used the library instead of working it out"
         return result
     for check in ex.checks:
+        mine = [n for n, _ in check.teacher
+                if n not in values or isinstance(values[n], _Unreadable)]
+        if mine:  # notebook values the run could not give: the teacher's own definitions
+            values = {**values, **teacher_values(check, mine)}
         missing = [n for n in (*check.answers, *check.context) if n not in values]
         bad = [n for n in (*check.answers, *check.context) if isinstance(values.get(n), _Unreadable)]
         if missing or bad:

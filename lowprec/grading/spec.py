@@ -10,6 +10,10 @@ cells after it, up to the next exercise. Each call's free names split into
   ``value`` in tutorial 01, is read at the right time);
 * the *notebook values*: other names the call reads (``act`` in tutorials 03 and 04),
   computed by cells the student did not write; they are taken from the student's run too.
+  Where the teacher's own cells define such a name from lowprec alone -- a ``from
+  lowprec... import`` (``qat_policy`` in tutorial 12) or an assignment of lowprec calls on
+  literals (``layer = transformer_layer(4096, 16384, 2048)``) -- the grader runs those
+  statements itself when the run's value is missing or not a number it can read.
 
 Everything else in the call (literals, ``lp.custom_format(5, 6)``) is the teacher's text and
 is evaluated by the grader, so editing the check cell of a submission changes nothing.
@@ -50,6 +54,10 @@ class Check:
     checker: str  #: the function of :mod:`lowprec.exercises` it calls
     answers: tuple[str, ...]  #: names the student's solution must define
     context: tuple[str, ...]  #: other notebook names it reads
+    #: For context names the teacher's cells define from lowprec alone: (name, the
+    #: statements that define it, in order), run by the grader when the run's value is
+    #: missing or unreadable.
+    teacher: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,59 @@ def _free_names(call: ast.Call) -> list[str]:
     return [n for n in dict.fromkeys(names) if n not in PROVIDED and not hasattr(builtins, n)]
 
 
+_Defs = dict[str, tuple[str, tuple[str, ...]]]  # name -> (statement, names it needs)
+
+
+def _teacher_defs(source: str, defs: _Defs) -> None:
+    """Update ``defs`` with the top-level statements of a teacher's cell that define a name
+    from lowprec alone; a name bound any other way is dropped from ``defs``.
+
+    Qualifying: ``from lowprec[.x] import a`` and ``name = <expr>`` where ``<expr>`` reads
+    only ``lp``, literals and names already in ``defs``. ``np`` does not qualify on
+    purpose: ``rng.standard_normal(...)`` depends on the draws made before it.
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom) and stmt.level == 0 and \
+                (stmt.module or "").split(".")[0] == "lowprec":
+            for alias in stmt.names:
+                if alias.name != "*":
+                    name = alias.asname or alias.name
+                    line = f"from {stmt.module} import {alias.name}" + \
+                        (f" as {alias.asname}" if alias.asname else "")
+                    defs[name] = (line, ())
+            continue
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and \
+                isinstance(stmt.targets[0], ast.Name):
+            reads = [n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)]
+            if all(r == "lp" or r in defs for r in reads) and not any(
+                    isinstance(n, (ast.Lambda, ast.NamedExpr)) for n in ast.walk(stmt.value)):
+                defs[stmt.targets[0].id] = (ast.unparse(stmt),
+                                            tuple(dict.fromkeys(r for r in reads if r != "lp")))
+                continue
+        for name in _assigned_names(ast.unparse(stmt)):
+            defs.pop(name, None)
+
+
+def _statements(names: list[str], defs: _Defs) -> tuple[str, ...]:
+    """The statements defining ``names``, each after the statements it needs."""
+    order: list[str] = []
+
+    def add(name: str) -> None:
+        stmt, needs = defs[name]
+        for need in needs:
+            add(need)
+        if stmt not in order:
+            order.append(stmt)
+
+    for name in names:
+        add(name)
+    return tuple(order)
+
+
 def exercise_spec(text: str) -> list[Exercise]:
     """The graded exercises of a teacher's tutorial text, in order.
 
@@ -120,6 +181,7 @@ def exercise_spec(text: str) -> list[Exercise]:
     """
     cells = parse_cells(text)
     found: list[Exercise] = []
+    defs: _Defs = {}
     last_markdown = ""
     k = 0
     while k < len(cells):
@@ -127,8 +189,12 @@ def exercise_spec(text: str) -> list[Exercise]:
         if cell.kind == "markdown" and SOLUTION_TAG not in cell.tags:
             last_markdown = "\n".join(ln.lstrip("# ").rstrip() for ln in cell.lines)
         if SOLUTION_TAG not in cell.tags or cell.kind != "code":
+            if cell.kind == "code":
+                _teacher_defs(cell.source, defs)
             k += 1
             continue
+        for name in _assigned_names(cell.source):  # the student's names now
+            defs.pop(name, None)
         label = _exercise_label(cell, last_markdown)
         by_hand = bool(_BY_HAND.search(last_markdown))
         assigned = set(_assigned_names(cell.source))
@@ -138,12 +204,15 @@ def exercise_spec(text: str) -> list[Exercise]:
             if cells[j].kind == "markdown":  # the next exercise's question, perhaps
                 last_markdown = "\n".join(ln.lstrip("# ").rstrip() for ln in cells[j].lines)
             if cells[j].kind == "code":
+                _teacher_defs(cells[j].source, defs)
                 for call in _check_calls(cells[j].source):
                     names = _free_names(call)
+                    context = tuple(n for n in names if n not in assigned)
                     checks.append(Check(
                         call=ast.unparse(call), checker=call.func.attr,  # type: ignore[attr-defined]
-                        answers=tuple(n for n in names if n in assigned),
-                        context=tuple(n for n in names if n not in assigned)))
+                        answers=tuple(n for n in names if n in assigned), context=context,
+                        teacher=tuple((n, _statements([n], defs)) for n in context
+                                      if n in defs)))
             j += 1
         if checks and label.startswith("Exercise "):
             number, _, title = label[len("Exercise "):].partition(": ")
