@@ -105,6 +105,18 @@ CASES = [
     (["inspect", "{new}.npz"], USAGE, "does not exist or is not a file"),
     # warmup
     (["warmup", "--fast"], USAGE, "--fast"),
+    # memory and cost
+    (["memory", "--sizes", "32,x"], USAGE, "'32,x'"),
+    (["memory", "--policies", "fp12"], USAGE, "unknown fp12"),
+    (["memory", "--batch", "-1"], USAGE, "batch"),
+    (["memory", "--transformer", "1,2"], USAGE, "'1,2'"),
+    (["cost", "--gpu", "a100"], USAGE, "'a100'"),
+    (["cost", "--sizes", "5"], USAGE, "at least two"),
+    # inspect
+    (["inspect"], USAGE, "FILE is missing"),
+    (["inspect", "{new}"], USAGE, "does not exist"),
+    (["inspect", "{file}", "--recipes", "fp7"], USAGE, "unknown recipe 'fp7'"),
+    (["inspect", "{file}", "--max-underflow", "2"], USAGE, "--max-underflow"),
 ]
 
 

@@ -213,5 +213,5 @@ def train(
         task_config={"sizes": list(task.sizes), "lr": base_lr, "momentum": task.momentum,
                      "batch_size": bs, "grad_exp": task.grad_exp, "optimizer": optimizer,
                      "n_train": int(task.x_train.shape[0]), "n_test": int(task.x_test.shape[0])},
-        grads=grads, params=[p.data.copy() for p in net.params],
+        grads=grads, params=[p.data.copy() for p in net.parameters()],
     )
