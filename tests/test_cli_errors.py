@@ -99,10 +99,6 @@ CASES = [
     (["explore", "--format", "e4m"], USAGE, "not a registered format"),
     (["explore", "--out", "{file}"], USAGE, "already exists; pass --force"),
     (["explore", "--out", "{full}"], USAGE, "is a folder"),
-    # memory, cost, inspect (main registered them without a case here)
-    (["memory", "--bogus"], USAGE, "--bogus"),
-    (["cost", "--bogus"], USAGE, "--bogus"),
-    (["inspect", "{new}.npz"], USAGE, "does not exist or is not a file"),
     # warmup
     (["warmup", "--fast"], USAGE, "--fast"),
     # memory and cost
