@@ -95,6 +95,20 @@ CASES = [
     (["tutorials", "student", "{full}"], USAGE, "is not empty; pass --force"),
     (["tutorials", "list", "--source", "{new}"], FAILED, "does not exist"),
     (["tutorials", "student", "{new}", "--source", "{full}"], FAILED, "no tutorials"),
+    (["tutorials", "student", "{new}", "--roster", "{new}"], USAGE, "cannot read it"),
+    (["tutorials", "render", "{new}", "--roster", "{file}"], USAGE, "--roster is for"),
+    # grade
+    (["grade", "{file}"], USAGE, "--tutorial"),
+    (["grade", "{file}", "--tutorial", "99"], USAGE, "no single tutorial matches"),
+    (["grade", "{new}", "--tutorial", "01", "--out", "{new}.csv"], USAGE, "does not exist"),
+    (["grade", "{file}", "--tutorial", "01", "--out", "{file}"], USAGE,
+     "already exists; pass --force"),
+    (["grade", "{file}", "--tutorial", "01", "--timeout", "0", "--out", "{new}.csv"], USAGE,
+     "--timeout must be positive"),
+    # explore
+    (["explore", "--format", "e4m"], USAGE, "not a registered format"),
+    (["explore", "--out", "{file}"], USAGE, "already exists; pass --force"),
+    (["explore", "--out", "{full}"], USAGE, "is a folder"),
     # warmup
     (["warmup", "--fast"], USAGE, "--fast"),
     # memory and cost

@@ -38,7 +38,7 @@ LAYERS: dict[str, int] = {
     "inspect": 6, "torch": 6,
     # applications: plots, figures, command line, teaching
     "plot": 7, "figures": 7, "demo": 7, "exercises": 7, "tutorials": 7, "grading": 7,
-    "explore": 7, "commands": 8, "cli": 8, "__main__": 8,
+    "explore": 7, "explorer": 7, "commands": 8, "cli": 8, "__main__": 8,
 }
 
 
