@@ -354,6 +354,7 @@ def _arith_section(tables: dict, quick: bool, rng: np.random.Generator, log: Log
         # Random operands against lowprec.arith itself; sqrt: every input.
         n = 1 << (14 if quick else 18)  # lowprec.arith runs on the CPU
         for op, (arity, cuda_fn) in ARITH_OPS.items():
+            ops: tuple[np.ndarray, ...]
             if arity == 1:
                 ops = (np.arange(1 << 16, dtype=np.uint16),)
             else:
@@ -462,9 +463,10 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
             models.update({k: v for k, v in emulated.items() if not isinstance(v, str)})
             match = {mname: int((v.view(np.uint32) == got.view(np.uint32)).sum())
                      for mname, v in models.items()}
-            best = max(match, key=match.get)
+            best = max(match, key=lambda mname: match[mname])
             exact = models.get(f"chunk{k}_p24_rne")
-            row = {"format": name, "shape": [m, n, k], "outputs": m * n, "kernel": kernel,
+            row: dict[str, Any] = {"format": name, "shape": [m, n, k], "outputs": m * n,
+                                   "kernel": kernel,
                    "best_model": best, "best_matches": match[best],
                    "matches_exact_then_round_once": match.get(f"chunk{k}_p24_rne"),
                    "models_matching_every_output": [k for k, v in match.items() if v == m * n][:6],
@@ -482,11 +484,13 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
             got16 = cupy.asnumpy(rt.matmul(a, b, name, out="float16")).view(np.uint16)
             models = _gemm_models(ai, bi, s, [256, 32, 16, 8], (24,), ("rne", "rtz"))
             match = {mn: int((encode(v, "fp16", "rne") == got16).sum()) for mn, v in models.items()}
-            best = max(match, key=match.get)
-            rows.append({"format": "fp16 (cupy.matmul, fp16 out)", "shape": [64, 64, 256],
-                         "outputs": 64 * 64, "kernel": "cupy.matmul",
-                         "best_model": best + " then rne to fp16", "best_matches": match[best],
-                         "all_models": match})
+            best = max(match, key=lambda mname: match[mname])
+            fp16_row: dict[str, Any] = {
+                "format": "fp16 (cupy.matmul, fp16 out)", "shape": [64, 64, 256],
+                "outputs": 64 * 64, "kernel": "cupy.matmul",
+                "best_model": best + " then rne to fp16", "best_matches": match[best],
+                "all_models": match}
+            rows.append(fp16_row)
     return rows
 
 
