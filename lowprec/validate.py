@@ -40,6 +40,7 @@ from ._validate_report import (
     _histogram,
     _is_nan_codes,
     explain_code,
+    to_markdown,
     ulp_distance,
     write_report,
 )
@@ -61,7 +62,8 @@ from .rounding import decode, encode, round_to
 from .tensorcores import ARCHITECTURES
 
 __all__ = ["Identification", "conversion_behaviour", "explain_code", "gemm_behaviour",
-           "identify_conversion", "identify_dot", "run", "ulp_distance", "write_report"]
+           "identify_conversion", "identify_dot", "run", "to_markdown", "ulp_distance",
+           "write_report"]
 
 Log = Callable[[str], None]
 
