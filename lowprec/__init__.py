@@ -17,7 +17,7 @@ from . import mx, nvfp4, quant_error, scaling
 from .arith import add, div, fma, mul, sqrt, sub
 from .explain import Explanation, RangeStats, explain, range_stats
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
-from .matmul import dot, list_models, matmul
+from .matmul import dot, list_models, matmul, vecdot
 from .packing import pack, unpack
 from .rounding import MODES, decode, encode, round_to
 
@@ -41,6 +41,7 @@ __all__ = [
     "list_formats",
     "list_models",
     "matmul",
+    "vecdot",
     "mul",
     "mx",
     "nvfp4",

@@ -143,10 +143,10 @@ def unpack_bits(data: np.ndarray, width: int, n: int) -> np.ndarray:
     groups = -(-n // per)
     buf = np.zeros(groups * nbytes, dtype=np.uint64)
     buf[:need] = data[:need]
-    buf = buf.reshape(groups, nbytes)
+    byte_rows = buf.reshape(groups, nbytes)
     words = np.zeros(groups, dtype=np.uint64)
     for b in range(nbytes):
-        words |= buf[:, b] << np.uint64(8 * b)
+        words |= byte_rows[:, b] << np.uint64(8 * b)
     mask = np.uint64((1 << width) - 1)
     out = np.empty((groups, per), dtype=np.uint8)
     for i in range(per):

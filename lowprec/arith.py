@@ -162,8 +162,10 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     out = out.astype(fmt.code_dtype).reshape(shape)
     if codes:
         result = out
-    elif kinds == {"own"}:
-        result = out.view(reference_dtype(fmt))
+    elif kinds == {"own"}:  # operands of the format's own numpy/ml_dtypes dtype
+        own = reference_dtype(fmt)
+        assert own is not None
+        result = out.view(own)
     else:
         result = decode(out, fmt)
         if kinds <= {"f32", "own"} and "f32" in kinds and fmt.fits_float32:

@@ -24,7 +24,9 @@ from .commands import (
     cost,
     demo,
     explain,
+    explore,
     figures,
+    grade,
     info,
     inspect,
     memory,
@@ -46,7 +48,7 @@ __all__ = ["build_parser", "main"]
 
 #: The sub-commands, in the order ``lowprec --help`` lists them.
 COMMANDS = [info, explain, demo, train, memory, cost, inspect, figures, validate, tutorials,
-            warmup]
+            grade, explore, warmup]
 
 EXAMPLES = """\
 examples:

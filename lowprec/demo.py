@@ -85,7 +85,7 @@ def format_table(runs: dict[str, RunResult], *, timings: bool = True) -> str:
     the wall-clock column, the only one that changes between identical runs."""
     header = ("policy", "final loss", "acc %", "grads underflowed %", "updates lost %",
               "skipped", "final scale", "B/param", "act B/ex", "time s")
-    rows = [header]
+    rows: list[tuple[str, ...]] = [header]
     for name, r in runs.items():
         s = r.summary
         acc = "-" if s["final_acc"] is None else f"{100 * s['final_acc']:.1f}"

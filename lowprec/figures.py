@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,8 +26,7 @@ from . import quant_error as qe
 from . import train
 from ._names import did_you_mean
 from ._outdir import prepare_out_dir
-from .matmul import matmul as lp_matmul
-from .matmul import promote
+from .matmul import ModelLike, promote, vecdot
 
 __all__ = ["FIGURES", "demo_figures", "generate", "main"]
 
@@ -318,36 +318,46 @@ def scaling_schemes() -> Figure:
 
 
 def accumulation() -> Figure:
-    """Dot-product error against K: a 14-bit truncating FP8 tensor-core accumulator, the
-    same promoted to FP32 every 128 products, and FMA loops in FP32 and bf16."""
+    """Dot-product error against K under each GPU architecture's tensor-core model
+    (lowprec.tensorcores), for zero-mean and for all-positive data, with FP32 FMA
+    loops and DeepSeek-V3's promotion as references."""
     from .rounding import round_to
 
-    rng = np.random.default_rng(0)
-    ks = 2 ** np.arange(6, 15)
-    models = {
-        "FP8 tensor core alone (h100_fp8: 14-bit accumulator, truncating)":
-            ("h100_fp8", "fp32"),
-        "promoted to FP32 every 128 products (DeepSeek-V3)": (promote(128), "fp32"),
-        "sequential FMA, FP32 accumulator": ("sequential", "fp32"),
-        "sequential FMA, bf16 accumulator": ("sequential", "bf16"),
+    ks = 2 ** np.arange(5, 15)
+    # label -> (inputs, model); A100/Ada and H100/B200 share their fp16 rule
+    models: dict[str, tuple[str, ModelLike]] = {
+        "V100, fp16 inputs": ("fp16", "v100"),
+        "A100 / Ada, fp16": ("fp16", "a100"),
+        "H100 / B200, fp16": ("fp16", "h100"),
+        "Ada, FP8 E4M3 (13-bit sum, block 16)": ("fp8_e4m3", "ada"),
+        "H100, FP8 E4M3 (13-bit sum, block 32)": ("fp8_e4m3", "h100"),
+        "H100 FP8, promoted to FP32 every 128 (DeepSeek-V3)": ("fp8_e4m3", promote(128)),
+        "B200, FP8 E4M3": ("fp8_e4m3", "b200"),
+        "sequential FP32 FMA loop, fp16": ("fp16", "sequential"),
     }
-    errors: dict = {name: [] for name in models}
-    rows = 32
-    for k in ks:
-        # Positive inputs, so the sum grows and the accumulator's precision shows.
-        a = round_to(rng.random((rows, int(k))), "fp8_e4m3")
-        b = round_to(rng.random((int(k), 1)), "fp8_e4m3")
-        # Exact in float64 whatever the order: E4M3 products of values in [0, 1) are
-        # multiples of 2**-18, and their sums stay below 2**14 (32 bits < 53).
-        exact = (a.astype(np.float64) @ b.astype(np.float64))[:, 0]
-        for name, (model, acc) in models.items():
-            got = lp_matmul(a, b, inputs="fp8_e4m3", accumulate=acc, model=model)[:, 0]
-            errors[name].append(float(np.mean(np.abs(got - exact) / exact)))
-    fig = _fig(8.5, 6.0)
-    ax = fig.add_subplot()
-    lpp.accumulation_error(ks, errors, ax=ax, ylabel="mean relative error of 32 dot products",
-                           title="FP8 (E4M3) dot products of length K, inputs uniform in "
-                                 "[0, 1)")
+    rows = 16
+    fig = _fig(13.0, 6.4)
+    for panel, (kind, title) in enumerate([
+            ("normal", "zero-mean data: N(0, 1) inputs"),
+            ("uniform", "all-positive data: inputs uniform in [0, 1)")]):
+        rng = np.random.default_rng(panel)
+        errors: dict = {name: [] for name in models}
+        for k in ks:
+            raw_a = rng.standard_normal((rows, int(k))) if kind == "normal" else \
+                rng.random((rows, int(k)))
+            raw_b = rng.standard_normal((rows, int(k))) if kind == "normal" else \
+                rng.random((rows, int(k)))
+            for name, (inputs, model) in models.items():
+                a, b = round_to(raw_a, inputs), round_to(raw_b, inputs)
+                # Products of fp16/FP8 values are exact in float64; fsum rounds their
+                # sum once, so `exact` is within 2**-53 of the true dot product.
+                exact = np.array([math.fsum(a[r] * b[r]) for r in range(rows)])
+                scale = np.sum(np.abs(a * b), axis=1)
+                got = vecdot(a, b, inputs=inputs, model=model)
+                errors[name].append(float(np.mean(np.abs(got - exact) / scale)))
+        ax = fig.add_subplot(1, 2, panel + 1)
+        lpp.accumulation_error(ks, errors, ax=ax, title=title,
+                               ylabel="mean |error| / sum |a_k b_k|, 16 dot products")
     return fig
 
 

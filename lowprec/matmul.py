@@ -1,10 +1,10 @@
 """Dot products and matrix multiplies under the accumulation rules of real hardware.
 
-``matmul(a, b, inputs="fp16", accumulate="fp32", model="sequential")`` rounds
-``a`` and ``b`` to ``inputs`` (round to nearest even, like a cast before a GEMM),
-multiplies exactly, and adds the products the way ``model`` says. Models are
-small frozen dataclasses; :func:`list_models` names them all and each has a
-``describe()``:
+``matmul(a, b, c, inputs="fp16", accumulate="fp32", model="sequential")`` and
+``vecdot(a, b, c, ...)`` compute ``A·B + C``: ``a`` and ``b`` are values of
+``inputs``, products are exact, and ``model`` says how they are added into the
+accumulator ``c`` (zero when omitted). Models are small frozen dataclasses;
+:func:`list_models` names them all and each has a ``describe()``:
 
 * ``exact``: the exact sum of the exact products, rounded once to the output.
 * ``sequential``: ``acc = fma(a[i,k], b[k,j], acc)`` for k = 0, 1, ... with
@@ -12,25 +12,34 @@ small frozen dataclasses; :func:`list_models` names them all and each has a
 * ``pairwise``: products rounded to ``accumulate``, summed as a balanced tree.
 * ``blocked(k_block)``: sequential FMAs inside blocks of ``k_block``, block
   sums added in order (Blanchard, Higham & Mary 2020 call it blocked summation).
-* ``tensor_core(block, align_bits, ...)``: NVIDIA's block FMA (below), with
-  presets ``v100``, ``a100``, ``a100_tf32``, ``h100``, ``h100_fp8``, ``b200``.
+* GPU architectures ``v100``, ``a100``, ``ada``, ``h100``, ``b200`` (and their
+  chips: ``h200``, ``l40s``, ``l4``, ``rtx4090``, ``a2``, ``a10``, ``a30``): the
+  tensor-core block FMA of :mod:`lowprec.tensorcores` with that chip's parameters
+  for the given ``inputs`` and output, bit for bit as measured;
+  ``tensor_core(block, align_bits, ...)`` builds a what-if model.
 * ``promote(every, inner)``: a tensor-core accumulator restarted every
   ``every`` products, its partial sums added into an FP32 accumulator
-  (``deepseek_v3`` = ``promote(128, h100_fp8)``).
+  (``deepseek_v3`` = ``promote(128, "h100")`` on FP8 inputs).
+
+On a tensor-core model the MMA's C and D are FP16 when ``output`` (or
+``accumulate``) is fp16 and FP32 otherwise; ``c`` is rounded (RNE) into that
+format before the first block, as the MMA's C operand is.
 
 Rounding: ``mode`` rounds every software step (sequential, pairwise, blocked,
 exact, promotion adds) and the final conversion to ``output``; inside a tensor
-core the hardware's own mode (``hw_mode``) applies. Stochastic rounding is not
-supported here (it would need one random word per step).
+core the hardware's own rounding applies. Stochastic rounding is not supported
+here (it would need one random word per step).
 
-The kernels are compiled loops over rows, columns and k (``lowprec/_kernels/matmul.py``);
-rows are shared among threads. Inputs with NaN or inf follow IEEE rules
-(NaN if any product is NaN or inf*0 or infinities of both signs meet).
+The kernels are compiled loops over output elements and k
+(``lowprec/_kernels/matmul.py``), shared among threads. Inputs with NaN or inf
+follow IEEE rules (NaN if any product is NaN or inf*0 or infinities of both
+signs meet).
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +52,18 @@ from ._names import did_you_mean
 from ._runtime import _threads
 from .formats import FloatFormat, custom_format, get_format
 from .rounding import check_mode, decode, encode
+from .tensorcores import (
+    ARCHITECTURES,
+    AccumulationModel,
+    Architecture,
+    TensorCore,
+    chip_names,
+    get_architecture,
+)
 
 __all__ = [
     "AccumulationModel",
+    "Architecture",
     "Blocked",
     "Exact",
     "Pairwise",
@@ -59,20 +77,11 @@ __all__ = [
     "matmul",
     "promote",
     "tensor_core",
+    "vecdot",
 ]
 
 
 # ---------------------------------------------------------------------- models
-@dataclass(frozen=True)
-class AccumulationModel:
-    """Base class: how the products of a dot product are added."""
-
-    name: str
-
-    def describe(self) -> str:
-        return f"{self.name}: {(type(self).__doc__ or '').strip().splitlines()[0]}"
-
-
 @dataclass(frozen=True)
 class Exact(AccumulationModel):
     """Exact sum of the exact products, rounded once to the output format."""
@@ -82,7 +91,7 @@ class Exact(AccumulationModel):
 
 @dataclass(frozen=True)
 class Sequential(AccumulationModel):
-    """acc = fma(a_k, b_k, acc) for k in order, each step rounded to `accumulate`."""
+    """acc = fma(a_k, b_k, acc) for k in order from acc = C, each step rounded to `accumulate`."""
 
     name: str = "sequential"
 
@@ -106,125 +115,68 @@ class Blocked(AccumulationModel):
 
 
 @dataclass(frozen=True)
-class TensorCore(AccumulationModel):
-    """NVIDIA tensor-core block FMA: `block` exact products + the accumulator,
-    aligned to the largest exponent, truncated, summed, normalised and rounded once.
-
-    Parameters
-    ----------
-    block:
-        Products fused per step (the hardware's inner-product length along k).
-    align_bits:
-        Extra bits kept below the accumulator's precision when the terms are
-        aligned to the largest exponent (everything smaller is truncated).
-    acc_mantissa_bits:
-        Fraction bits the hardware keeps in the accumulator (None: those of
-        ``accumulate``, e.g. 23 for FP32). The accumulator has the exponent
-        range of ``accumulate``.
-    hw_mode:
-        Rounding of the normalised block sum into the accumulator (``rtz``:
-        truncation, as measured on V100/A100).
-
-    Alignment truncates the *magnitude* of every term (toward zero), as a
-    sign-magnitude adder does; an adder that aligns in two's complement would
-    truncate negative terms toward -inf instead. That detail, like the
-    parameters, is a modelling choice to check against the sources.
-    source:
-        Where the parameters come from.
-    """
-
-    block: int = 4
-    align_bits: int = 0
-    acc_mantissa_bits: int | None = None
-    hw_mode: str = "rtz"
-    source: str = ""
-    name: str = "tensor_core"
-
-    def describe(self) -> str:
-        acc = "accumulate's" if self.acc_mantissa_bits is None else str(self.acc_mantissa_bits)
-        return (f"{self.name}: block FMA of {self.block} products, {self.align_bits} extra "
-                f"alignment bits, {acc} accumulator fraction bits, {self.hw_mode} "
-                f"normalisation. Source: {self.source}")
-
-
-@dataclass(frozen=True)
 class Promote(AccumulationModel):
     """Tensor-core partial sums over `every` products, each added (rounded in `mode`)
-    into an `accumulate`-format (FP32) accumulator on the CUDA cores."""
+    into an `accumulate`-format (FP32) accumulator on the CUDA cores, which starts at C."""
 
     every: int = 128
-    inner: TensorCore | None = None
+    inner: TensorCore | Architecture | None = None
     name: str = "promote"
 
     def describe(self) -> str:
-        inner = self.inner.name if self.inner is not None else "h100_fp8"
+        inner = self.inner.name if self.inner is not None else "h100"
         return (f"{self.name}: partial sums of {self.every} products in the {inner} tensor-core "
                 "model, promoted into an FP32 accumulator (DeepSeek-V3 technical report, "
                 "arXiv 2412.19437, Sec. 3.3.2: 'increasing accumulation precision', N_C = 128)")
 
 
 def tensor_core(block: int, align_bits: int, *, acc_mantissa_bits: int | None = None,
-                hw_mode: str = "rtz", name: str = "tensor_core",
+                hw_mode: str = "rtz", c_late: bool = False, name: str = "tensor_core",
                 source: str = "user-defined") -> TensorCore:
-    """A tensor-core model with your own parameters (see :class:`TensorCore`)."""
-    if block < 1 or align_bits < 0:
-        raise ValueError(f"need block >= 1 and align_bits >= 0, got {block}, {align_bits}")
+    """A tensor-core model with your own parameters (see :class:`TensorCore`).
+
+    >>> m = tensor_core(8, 1)            # Ampere's FP16 rule, written by hand
+    >>> m.frac_bits
+    24
+    """
+    if block < 1 or not 0 <= (acc_mantissa_bits or 23) + align_bits <= 52:
+        raise ValueError(f"need block >= 1 and 0 <= fraction bits <= 52, got block={block}, "
+                         f"align_bits={align_bits}, acc_mantissa_bits={acc_mantissa_bits}")
+    if acc_mantissa_bits is not None and not 1 <= acc_mantissa_bits <= 23:
+        raise ValueError(f"acc_mantissa_bits must be 1..23 or None, got {acc_mantissa_bits}")
     return TensorCore(block=block, align_bits=align_bits, acc_mantissa_bits=acc_mantissa_bits,
-                      hw_mode=check_mode(hw_mode), source=source, name=name)
+                      hw_mode=check_mode(hw_mode), c_late=c_late, source=source, name=name)
 
 
 def blocked(k_block: int) -> Blocked:
+    """Blocked summation with blocks of ``k_block`` products."""
     if k_block < 1:
         raise ValueError(f"k_block must be >= 1, got {k_block}")
     return Blocked(k_block=k_block)
 
 
-# Presets. Fasi, Higham, Mikaitis & Pranesh, "Numerical behavior of NVIDIA tensor
-# cores", PeerJ Comput. Sci. 7:e330 (2021) measured V100, T4 and A100: products
-# are exact, the terms of one block FMA are aligned to the largest magnitude with
-# their low bits truncated, the sum is normalised only at the end and rounded
-# toward zero into FP32 -- which makes the sum non-monotonic and drops small
-# addends. Khattak & Mikaitis, "Accurate Models of NVIDIA Tensor Cores",
-# arXiv 2512.07004 (2025) built bit-accurate models for V100, A100, H100 and B200
-# in terms of FMA size, extra alignment bits, normalisation and rounding.
-# NOTE: this session could read only the abstracts and secondary summaries of
-# the 2025 paper; the H100/B200 values below are the summaries' and must be
-# checked against the paper's tables before being relied on bit for bit.
-_FASI = "Fasi, Higham, Mikaitis & Pranesh 2021 (PeerJ Comput. Sci. 7:e330)"
-_KM = "Khattak & Mikaitis 2025 (arXiv 2512.07004)"
-V100 = TensorCore(name="v100", block=4, align_bits=0, hw_mode="rtz",
-                  source=f"{_FASI}: fp16 inputs, 4-product block FMA, products exact, "
-                         "alignment truncates, normalised once, RZ into FP32")
-A100 = TensorCore(name="a100", block=8, align_bits=3, hw_mode="rtz",
-                  source=f"{_FASI}: fp16/bf16 inputs, 8-product block FMA with 3 extra "
-                         "alignment bits, RZ into FP32; confirmed by " + _KM)
-A100_TF32 = TensorCore(name="a100_tf32", block=4, align_bits=3, hw_mode="rtz",
-                       source=f"{_FASI}: tf32 inputs, 4-product block FMA, 3 extra bits, RZ")
-H100 = TensorCore(name="h100", block=16, align_bits=3, hw_mode="rtz",
-                  source=f"{_KM}: fp16/bf16 inputs, 16-product block FMA, 3 extra alignment "
-                         "bits, RZ into FP32 (values from secondary summaries: verify)")
-H100_FP8 = TensorCore(name="h100_fp8", block=32, align_bits=0, acc_mantissa_bits=13,
-                      hw_mode="rtz",
-                      source=f"{_KM}: FP8 (E4M3/E5M2) inputs, 32-product block FMA, the FP32 "
-                             "accumulator keeps 13 fraction bits (e8m13) and truncates; "
-                             "DeepSeek-V3 report (arXiv 2412.19437, Sec. 3.3.2): 'around 14 "
-                             "bits' (values from secondary summaries: verify)")
-B200 = TensorCore(name="b200", block=16, align_bits=3, hw_mode="rtz",
-                  source=f"{_KM}: fp16/bf16 (and FP8) inputs on Blackwell, modelled like H100 "
-                         "fp16 with a full FP32 accumulator (values from secondary summaries: "
-                         "verify)")
-DEEPSEEK_V3 = Promote(name="deepseek_v3", every=128, inner=H100_FP8)
+# Architectures (lowprec.tensorcores.ARCHITECTURES) under their old preset names.
+V100, A100, ADA, H100, B200 = (ARCHITECTURES[n] for n in ("v100", "a100", "ada", "h100", "b200"))
+H100_FP8 = H100.rule("fp8_e4m3")
+A100_TF32 = A100.rule("tf32")
+DEEPSEEK_V3 = Promote(name="deepseek_v3", every=128, inner=H100)
 
 _MODELS: dict[str, AccumulationModel] = {
-    m.name: m for m in [Exact(), Sequential(), Pairwise(), Blocked(), V100, A100, A100_TF32, H100,
-                        H100_FP8, B200, DEEPSEEK_V3]
+    m.name: m for m in [Exact(), Sequential(), Pairwise(), Blocked(), *ARCHITECTURES.values(),
+                        DEEPSEEK_V3]
 }
+# Preset names before the architecture table; they resolve to an architecture.
+_DEPRECATED = {"h100_fp8": "h100", "a100_tf32": "a100"}
 
 
-def promote(every: int = 128, inner: TensorCore | str = "h100_fp8") -> Promote:
-    """Partial sums of ``every`` products in tensor core ``inner``, added into FP32."""
+def promote(every: int = 128, inner: TensorCore | Architecture | str = "h100") -> Promote:
+    """Partial sums of ``every`` products in tensor core ``inner``, added into FP32.
+
+    >>> promote(128).describe().split(":")[0]
+    'promote'
+    """
     inner_model = get_model(inner)
-    if not isinstance(inner_model, TensorCore):
+    if not isinstance(inner_model, (TensorCore, Architecture)):
         raise TypeError(f"promote needs a tensor-core inner model, got {inner_model.name}")
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
@@ -232,7 +184,11 @@ def promote(every: int = 128, inner: TensorCore | str = "h100_fp8") -> Promote:
 
 
 def list_models() -> dict[str, str]:
-    """Every named model with its one-line description."""
+    """Every named model with its one-line description (chip aliases not repeated).
+
+    >>> "h100" in list_models()
+    True
+    """
     return {name: m.describe() for name, m in _MODELS.items()}
 
 
@@ -240,16 +196,30 @@ ModelLike = str | AccumulationModel
 
 
 def get_model(model: ModelLike) -> AccumulationModel:
+    """A model by name (``"h200"`` gives Hopper's ``h100``), or the model itself.
+
+    >>> get_model("rtx4090").name
+    'ada'
+    """
     if isinstance(model, AccumulationModel):
         return model
-    if isinstance(model, str) and model.strip().lower() in _MODELS:
-        return _MODELS[model.strip().lower()]
-    hint = did_you_mean(model, _MODELS) if isinstance(model, str) else ""
-    raise ValueError(f"unknown accumulation model {model!r}{hint}; known: {', '.join(_MODELS)} "
+    if isinstance(model, str):
+        key = model.strip().lower()
+        if key in _MODELS:
+            return _MODELS[key]
+        if key in _DEPRECATED:
+            warnings.warn(f"model {model!r} is deprecated: use {_DEPRECATED[key]!r}, which picks "
+                          "the rule from `inputs`", DeprecationWarning, stacklevel=3)
+            return _MODELS[_DEPRECATED[key]]
+        if key in chip_names():
+            return get_architecture(key)
+    names = [*_MODELS, *[c for c in chip_names() if c not in _MODELS]]
+    hint = did_you_mean(model, names) if isinstance(model, str) else ""
+    raise ValueError(f"unknown accumulation model {model!r}{hint}; known: {', '.join(names)} "
                      "(or build one: blocked(k), tensor_core(block, align_bits), promote(n))")
 
 
-# -------------------------------------------------------------------- matmul
+# ------------------------------------------------------------------- helpers
 def _float64_exact(fin: FloatFormat, facc: FloatFormat) -> bool:
     """Whether products of ``fin`` values and sums with ``facc`` values stay far from
     float64's overflow and underflow (the fast sequential path relies on it)."""
@@ -262,36 +232,108 @@ def _zero(fmt: FloatFormat) -> int:
     return int(encode(0.0, fmt))
 
 
-def _run_rows(fn, M: int) -> None:
-    """Call fn(i0, i1) on row ranges, in threads (the kernels release the GIL)."""
-    nt = min(_threads(), max(1, M))
-    if nt == 1 or M < 4:
-        fn(0, M)
+def _run_rows(fn, n: int) -> None:
+    """Call fn(n0, n1) on ranges of output elements, in threads (the kernels release the GIL)."""
+    nt = min(_threads(), max(1, n // 64))
+    if nt <= 1:
+        fn(0, n)
         return
-    cuts = [M * t // nt for t in range(nt + 1)]
+    cuts = [n * t // nt for t in range(nt + 1)]
     with ThreadPoolExecutor(max_workers=nt) as pool:
         list(pool.map(lambda t: fn(cuts[t], cuts[t + 1]), range(nt)))
 
 
-def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
-           accumulate: FloatFormat | str = "fp32", output: FloatFormat | str | None = None,
-           model: ModelLike = "sequential", mode: str = "rne") -> np.ndarray:
-    """a @ b for 2-D arrays, emulating low-precision hardware.
+def _narrow(fmt: FloatFormat, mantissa_bits: int | None, exponent_bits: int | None = None
+            ) -> FloatFormat:
+    """fmt with fewer fraction bits (and optionally another exponent width)."""
+    e = fmt.exponent_bits if exponent_bits is None else exponent_bits
+    m = fmt.mantissa_bits if mantissa_bits is None else min(mantissa_bits, fmt.mantissa_bits)
+    if e == fmt.exponent_bits and m == fmt.mantissa_bits:
+        return fmt
+    return custom_format(e, m, bias=(1 << (e - 1)) - 1, name=f"e{e}m{m}")
 
-    ``a`` (M x K) and ``b`` (K x N) are rounded to ``inputs`` (rne; exact when
-    they already are values of it); products are exact; ``model`` says how
-    they are added in ``accumulate``; the result is rounded to ``output``
-    (default: ``accumulate``) and returned as float64.
 
-    >>> import numpy as np, lowprec as lp
-    >>> a = np.array([[1.0, 2.0**-12, 2.0**-12, 2.0**-12]])
-    >>> b = np.ones((4, 1))
-    >>> float(lp.matmul(a, b, accumulate="fp16")[0, 0])   # each 2**-12 is lost
-    1.0
-    >>> float(lp.matmul(a, b, accumulate="fp16", model="exact")[0, 0])
-    1.0009765625
-    """
-    mdl = get_model(model)
+def _tensor_core_rule(mdl: TensorCore | Architecture, fin: FloatFormat, mma: FloatFormat
+                      ) -> TensorCore:
+    if isinstance(mdl, TensorCore):
+        return mdl
+    if mma.name not in ("fp32", "fp16"):
+        raise ValueError(f"{mdl.name} tensor cores accumulate in fp32 or fp16, got "
+                         f"{mma.name}; supported: {', '.join(mdl.supported())}")
+    return mdl.rule(fin, mma.name)
+
+
+def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                c: np.ndarray | None, mdl: AccumulationModel, fin: FloatFormat,
+                facc: FloatFormat, fout: FloatFormat, mode: str) -> np.ndarray:
+    """Codes of fout for the pairs (row ia[n] of ca) . (row ib[n] of cb) + c[n].
+
+    ``ca`` (Ma, K) and ``cb`` (Nb, K) are int64 codes of ``fin``; ``c`` float values
+    (or None for zero)."""
+    n_out, k_len = len(ia), ca.shape[1]
+    out = np.empty(n_out, dtype=np.int64)
+    Pi, Pa, Po = (params.format_params(f) for f in (fin, facc, fout))
+    m = params.MODE_INT[mode]
+
+    def c_codes(fmt: FloatFormat) -> np.ndarray:
+        if c is None:
+            return np.full(n_out, _zero(fmt), dtype=np.int64)
+        return np.ascontiguousarray(encode(c, fmt), dtype=np.int64)
+
+    if c is not None and isinstance(mdl, (Exact, Pairwise, Blocked)):
+        raise ValueError(f"model {mdl.name!r} takes no c; c is accumulated by sequential, "
+                         "the GPU architectures, tensor_core(...) and promote(...) models")
+    if isinstance(mdl, Exact):
+        base = 2 * (fin.emin - 2 * fin.mantissa_bits)
+        top = 2 * (fin.emax + 1) + max(1, math.ceil(math.log2(max(k_len, 1)))) + 2
+        nlimbs = (top - base) // 32 + 4
+        _run_rows(lambda n0, n1: K.exact_kernel(Pi, Po, ca, cb, ia, ib, m, n0, n1, out, base,
+                                                nlimbs), n_out)
+        return out
+    asig, aexp = np.empty(ca.shape, np.int64), np.empty(ca.shape, np.int64)
+    bsig, bexp = np.empty(cb.shape, np.int64), np.empty(cb.shape, np.int64)
+    special = K.unpack_matrix(Pi, ca, asig, aexp) | K.unpack_matrix(Pi, cb, bsig, bexp)
+    if isinstance(mdl, (Sequential, Blocked)) and not special and _float64_exact(fin, facc):
+        kb = mdl.k_block if isinstance(mdl, Blocked) else max(k_len, 1)
+        af, bf = decode(ca.astype(fin.code_dtype), fin), decode(cb.astype(fin.code_dtype), fin)
+        cc = c_codes(facc)
+        _run_rows(lambda n0, n1: K.sequential_fast(Pa, Po, af, bf, ia, ib, cc, m, n0, n1, out,
+                                                   _zero(facc), kb), n_out)
+    elif isinstance(mdl, Sequential):
+        cc = c_codes(facc)
+        _run_rows(lambda n0, n1: K.sequential_kernel(Pi, Pa, Po, ca, cb, ia, ib, cc, m, n0, n1,
+                                                     out), n_out)
+    elif isinstance(mdl, Pairwise):
+        _run_rows(lambda n0, n1: K.pairwise_kernel(Pi, Pa, Po, ca, cb, ia, ib, m, n0, n1, out,
+                                                   _zero(facc)), n_out)
+    elif isinstance(mdl, Blocked):
+        _run_rows(lambda n0, n1: K.blocked_kernel(Pi, Pa, Po, ca, cb, ia, ib, m, n0, n1, out,
+                                                  _zero(facc), mdl.k_block), n_out)
+    elif isinstance(mdl, (TensorCore, Architecture, Promote)):
+        inner = (mdl.inner or H100) if isinstance(mdl, Promote) else mdl
+        assert isinstance(inner, (TensorCore, Architecture))
+        every = mdl.every if isinstance(mdl, Promote) else 0
+        # The MMA's C/D format: fp16 for an fp16 output, else the accumulator's.
+        mma = fout if fout.name == "fp16" and not every else facc
+        tc = _tensor_core_rule(inner, fin, mma)
+        if tc.c_late:  # products' sum normalised with FP32's range first
+            fhw = _narrow(get_format("fp32"), tc.acc_mantissa_bits)
+        else:
+            fhw = _narrow(mma, tc.acc_mantissa_bits)
+        Pc, Ph = params.format_params(mma), params.format_params(fhw)
+        cc = c_codes(facc if every else mma)
+        hw = params.MODE_INT[check_mode(tc.hw_mode)]
+        _run_rows(lambda n0, n1: K.tensor_core_kernel(
+            Pi, Pc, Ph, Pa, Po, ca, cb, asig, aexp, bsig, bexp, ia, ib, cc, special, m, n0, n1,
+            out, tc.block, tc.frac_bits, hw, tc.c_late, every, _zero(mma)), n_out)
+    else:
+        raise TypeError(f"unsupported model type {type(mdl).__name__}")
+    return out
+
+
+def _formats(inputs: FloatFormat | str, accumulate: FloatFormat | str,
+             output: FloatFormat | str | None, mode: str
+             ) -> tuple[FloatFormat, FloatFormat, FloatFormat, str]:
     fin, facc = get_format(inputs), get_format(accumulate)
     fout = get_format(output) if output is not None else facc
     mode = check_mode(mode)
@@ -301,68 +343,119 @@ def matmul(a: Any, b: Any, *, inputs: FloatFormat | str = "fp16",
     for f in (fin, facc, fout):
         if f.mantissa_bits > 23:
             raise ValueError(f"{f.name}: at most 23 mantissa bits are supported")
+    return fin, facc, fout, mode
+
+
+def _c_values(c: Any, shape: tuple[int, ...]) -> np.ndarray | None:
+    if c is None:
+        return None
+    cv = np.asarray(c, dtype=np.float64)
+    if cv.shape not in (shape, ()):
+        raise ValueError(f"c must have the output's shape {shape} (or be a scalar), got "
+                         f"shape {cv.shape}")
+    return np.ascontiguousarray(np.broadcast_to(cv, shape)).ravel()
+
+
+# -------------------------------------------------------------------- matmul
+def matmul(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
+           accumulate: FloatFormat | str = "fp32", output: FloatFormat | str | None = None,
+           model: ModelLike = "sequential", mode: str = "rne") -> np.ndarray:
+    """a @ b + c for 2-D arrays, emulating low-precision hardware.
+
+    ``a`` (M x K) and ``b`` (K x N) are rounded to ``inputs`` (rne; exact when
+    they already are values of it); products are exact; ``model`` says how
+    they are added, starting from ``c`` (M x N, default zero), in ``accumulate``;
+    the result is rounded to ``output`` (default: ``accumulate``) and returned as
+    float64. On a GPU architecture model ``K`` longer than one instruction's k
+    chains instructions, each block's D being the next one's C.
+
+    >>> import numpy as np, lowprec as lp
+    >>> a = np.array([[1.0, 2.0**-12, 2.0**-12, 2.0**-12]])
+    >>> b = np.ones((4, 1))
+    >>> float(lp.matmul(a, b, accumulate="fp16")[0, 0])   # each 2**-12 is lost
+    1.0
+    >>> float(lp.matmul(a, b, accumulate="fp16", model="exact")[0, 0])
+    1.0009765625
+    >>> float(lp.matmul(a, b, [[0.5]], model="h100")[0, 0])   # C enters the MMA
+    1.500732421875
+    """
+    mdl = get_model(model)
+    fin, facc, fout, mode = _formats(inputs, accumulate, output, mode)
     a, b = np.asarray(a), np.asarray(b)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs a (M, K) and b (K, N) arrays, got shapes {a.shape} "
                          f"and {b.shape}")
-    ca = np.ascontiguousarray(encode(a, fin), dtype=np.int64)  # int64: one compiled kernel
-    cbt = np.ascontiguousarray(encode(b, fin).T, dtype=np.int64)
     M, N = a.shape[0], b.shape[1]
-    out = np.empty((M, N), dtype=np.int64)
-    Pi, Pa, Po = (params.format_params(f) for f in (fin, facc, fout))
-    m = params.MODE_INT[mode]
-    # Unpack the inputs once (signed significands, exponents); the fast kernels
-    # use them when no input is inf or NaN.
-    asig, aexp = np.empty(ca.shape, np.int64), np.empty(ca.shape, np.int64)
-    bsig, bexp = np.empty(cbt.shape, np.int64), np.empty(cbt.shape, np.int64)
-    special = K.unpack_matrix(Pi, ca, asig, aexp) | K.unpack_matrix(Pi, cbt, bsig, bexp)
+    cv = _c_values(c, (M, N))
+    ca = np.ascontiguousarray(encode(a, fin), dtype=np.int64)  # int64: one compiled kernel
+    cb = np.ascontiguousarray(encode(b, fin).T, dtype=np.int64)
+    ia = np.repeat(np.arange(M, dtype=np.int64), N)
+    ib = np.tile(np.arange(N, dtype=np.int64), M)
+    out = _accumulate(ca, cb, ia, ib, cv, mdl, fin, facc, fout, mode)
+    return decode(out.astype(fout.code_dtype), fout).reshape(M, N)
 
-    if isinstance(mdl, Exact):
-        base = 2 * (fin.emin - 2 * fin.mantissa_bits)
-        top = 2 * (fin.emax + 1) + max(1, math.ceil(math.log2(max(a.shape[1], 1)))) + 2
-        nlimbs = (top - base) // 32 + 4
-        _run_rows(lambda i0, i1: K.exact_kernel(Pi, Po, ca, cbt, m, i0, i1, out, base, nlimbs),
-                  M)
-    elif isinstance(mdl, (Sequential, Blocked)) and not special and _float64_exact(fin, facc):
-        z = _zero(facc)
-        kb = mdl.k_block if isinstance(mdl, Blocked) else max(a.shape[1], 1)
-        af, bf = decode(ca.astype(fin.code_dtype), fin), decode(cbt.astype(fin.code_dtype), fin)
-        _run_rows(lambda i0, i1: K.sequential_fast(Pa, Po, af, bf, m, i0, i1, out, z, kb), M)
-    elif isinstance(mdl, Sequential):
-        z = _zero(facc)
-        _run_rows(lambda i0, i1: K.sequential_kernel(Pi, Pa, Po, ca, cbt, m, i0, i1, out, z), M)
-    elif isinstance(mdl, Pairwise):
-        z = _zero(facc)
-        _run_rows(lambda i0, i1: K.pairwise_kernel(Pi, Pa, Po, ca, cbt, m, i0, i1, out, z), M)
-    elif isinstance(mdl, Blocked):
-        z = _zero(facc)
-        _run_rows(lambda i0, i1: K.blocked_kernel(Pi, Pa, Po, ca, cbt, m, i0, i1, out, z,
-                                                  mdl.k_block), M)
-    elif isinstance(mdl, (TensorCore, Promote)):
-        tc = mdl if isinstance(mdl, TensorCore) else (mdl.inner or H100_FP8)
-        every = mdl.every if isinstance(mdl, Promote) else 0
-        fhw = facc
-        if tc.acc_mantissa_bits is not None and tc.acc_mantissa_bits < facc.mantissa_bits:
-            fhw = custom_format(facc.exponent_bits, tc.acc_mantissa_bits, bias=facc.bias,
-                                name=f"{facc.name}_m{tc.acc_mantissa_bits}")
-        Ph = params.format_params(fhw)
-        zh, za = _zero(fhw), _zero(facc)
-        hw = params.MODE_INT[check_mode(tc.hw_mode)]
-        if special:
-            _run_rows(lambda i0, i1: K.tensor_core_kernel(Pi, Ph, Pa, Po, ca, cbt, m, i0, i1,
-                                                          out, zh, tc.block, tc.align_bits, hw,
-                                                          every, za), M)
-        else:
-            _run_rows(lambda i0, i1: K.tensor_core_fast(Ph, Pa, Po, asig, aexp, bsig, bexp, m,
-                                                        i0, i1, out, zh, tc.block,
-                                                        tc.align_bits, hw, every, za), M)
-    else:
-        raise TypeError(f"unsupported model type {type(mdl).__name__}")
-    return decode(out.astype(fout.code_dtype), fout)
+
+def _exact_codes(x: np.ndarray, fmt: FloatFormat, name: str) -> np.ndarray:
+    """Codes of x, which must hold values of fmt (NaN and inf included)."""
+    codes = encode(x, fmt)
+    back = decode(codes, fmt)
+    bad = ~((back == x) | (np.isnan(back) & np.isnan(x)))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"{name}{list(idx)} = {float(x[idx])!r} is not a value of "
+                         f"inputs={fmt.name!r}; round first (lp.round_to(x, {fmt.name!r}))")
+    return np.ascontiguousarray(codes, dtype=np.int64)
+
+
+def vecdot(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
+           accumulate: FloatFormat | str = "fp32", output: FloatFormat | str | None = None,
+           model: ModelLike = "sequential", mode: str = "rne") -> np.ndarray:
+    """Dot products over the last axis, ``sum_k a[..., k] * b[..., k] + c``.
+
+    The other axes broadcast as in numpy 2's ``np.vecdot``; ``c`` (default zero)
+    has the broadcast shape. ``a`` and ``b`` must hold values of ``inputs``
+    (use :func:`lowprec.round_to` first). Each dot product is what one output of
+    an MMA computes: on a GPU model ``c`` is the instruction's C operand and a K
+    longer than one instruction's k chains instructions.
+
+    >>> import numpy as np, lowprec as lp
+    >>> a = np.array([[1.0, 2.0**-12, 2.0**-12, 2.0**-12]])   # products 1, 3 x 2**-24
+    >>> float(lp.vecdot(a, a, inputs="fp16", model="v100")[0])   # truncated away
+    1.0
+    >>> float(lp.vecdot(a, a, inputs="fp16", model="a100")[0])   # one extra bit
+    1.0000001192092896
+    >>> float(lp.vecdot(a, a, inputs="fp16", model="exact")[0])
+    1.000000238418579
+    """
+    mdl = get_model(model)
+    fin, facc, fout, mode = _formats(inputs, accumulate, output, mode)
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.ndim < 1 or b.ndim < 1 or a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"vecdot needs a (..., K) and b (..., K) with the same K, got shapes "
+                         f"{a.shape} and {b.shape}")
+    try:
+        shape = np.broadcast_shapes(a.shape[:-1], b.shape[:-1])
+    except ValueError:
+        raise ValueError(f"vecdot: shapes {a.shape} and {b.shape} do not broadcast (the axes "
+                         "before the last must be equal or 1)") from None
+    k_len = a.shape[-1]
+    ca = _exact_codes(a, fin, "a").reshape(-1, k_len)
+    cb = _exact_codes(b, fin, "b").reshape(-1, k_len)
+    ia = np.broadcast_to(np.arange(ca.shape[0]).reshape(a.shape[:-1]), shape).ravel()
+    ib = np.broadcast_to(np.arange(cb.shape[0]).reshape(b.shape[:-1]), shape).ravel()
+    cv = _c_values(c, shape)
+    out = _accumulate(ca, cb, ia.astype(np.int64), ib.astype(np.int64), cv, mdl, fin, facc,
+                      fout, mode)
+    return decode(out.astype(fout.code_dtype), fout).reshape(shape)
 
 
 def dot(x: Any, y: Any, **kwargs: Any) -> np.floating:
-    """Dot product of two vectors under :func:`matmul`'s options (a numpy scalar)."""
+    """Dot product of two vectors under :func:`matmul`'s options (a numpy scalar).
+
+    >>> import lowprec as lp
+    >>> float(lp.dot([1.0, 2.0], [3.0, 4.0], model="exact"))
+    11.0
+    """
     x, y = np.asarray(x), np.asarray(y)
     if x.ndim != 1 or y.ndim != 1 or x.shape != y.shape:
         raise ValueError(f"dot needs two vectors of equal length, got {x.shape} and {y.shape}")

@@ -77,6 +77,13 @@ class Scheme:
             [self.kind] + ([self.fmt] if self.fmt else [])
             + [k if v is True else f"{k}={v}" for k, v in self.options.items()])
 
+    def _element_format(self) -> str:
+        """The element format of ``cast``/``per_tensor``/``tiles`` (they need one)."""
+        if self.fmt is None:
+            raise ValueError(f"scheme {self.label()!r}: {self.kind} needs an element format, "
+                             f"e.g. '{self.kind}:fp8_e4m3'")
+        return self.fmt
+
     def quantize(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """(dequantized values, clip threshold per element, bits per value)."""
         o = dict(self.options)
@@ -84,18 +91,18 @@ class Scheme:
         seed = int(o.pop("seed", 0))
         rng = np.random.default_rng(seed) if mode == "stochastic" else None
         if self.kind == "cast":
-            f = get_format(self.fmt)
+            f = get_format(self._element_format())
             q = round_to(x, f, mode, saturate=True, rng=rng).astype(np.float64)
             return q, np.full(x.shape, overflow_threshold(f)), float(f.width)
         if self.kind in ("per_tensor", "tiles"):
             pow2 = bool(o.pop("pow2", False))
             margin = int(o.pop("margin", 0))
             if self.kind == "per_tensor":
-                t = scaling.quantize_per_tensor(x, self.fmt, mode=mode, margin=margin,
+                t = scaling.quantize_per_tensor(x, self._element_format(), mode=mode, margin=margin,
                                                 power_of_two=pow2, rng=rng)
             else:
                 tr, tc = (int(v) for v in str(o.pop("tile", "1x128")).lower().split("x"))
-                t = scaling.quantize_tiles(x, self.fmt, (tr, tc), mode=mode, margin=margin,
+                t = scaling.quantize_tiles(x, self._element_format(), (tr, tc), mode=mode, margin=margin,
                                            power_of_two=pow2, rng=rng)
             _no_more(o, self)
             return t.dequantize(), t.clip_threshold(), t.bits_per_value

@@ -251,14 +251,23 @@ def student_version(text: str) -> str:
 
 # --------------------------------------------------------------- the files
 def tutorials_dir() -> Path:
-    """The ``tutorials/`` folder of the lowprec checkout this package was imported from."""
-    here = Path(__file__).resolve().parent.parent / "tutorials"
-    if not here.is_dir():
-        raise FileNotFoundError(
-            f"no tutorials folder at {here}: the tutorials ship with the source checkout "
-            "(git clone), not with an installed wheel; pass --source DIR to point at them"
-        )
-    return here
+    """Where the tutorials are.
+
+    From a checkout (``pip install -e .``, or ``PYTHONPATH``): its ``tutorials/`` folder, so
+    that edits to the tutorials are seen at once. From an installed wheel (``pip install
+    .``): the copy that ships inside the package, ``lowprec/tutorials_data/`` (see setup.py).
+    """
+    package = Path(__file__).resolve().parent
+    checkout = package.parent / "tutorials"
+    if (package.parent / "pyproject.toml").is_file() and checkout.is_dir():
+        return checkout
+    shipped = package / "tutorials_data"
+    if shipped.is_dir() and any(shipped.glob("[0-9][0-9]_*.py")):
+        return shipped
+    raise FileNotFoundError(
+        f"no tutorials found: neither a checkout's {checkout} nor the packaged {shipped}; "
+        "reinstall lowprec (pip install .) or pass --source DIR"
+    )
 
 
 def list_tutorials(source: str | os.PathLike[str] | None = None) -> list[Path]:
@@ -313,7 +322,7 @@ def render_notebooks(
     Needs the ``tutorials`` extra (jupytext; nbclient and ipykernel to execute).
     Student versions are never executed (they stop at the first exercise).
     ``only`` selects tutorials by number or name prefix (``["01", "05"]``).
-    The kernel imports lowprec from the checkout the tutorials belong to and
+    The kernel imports the same lowprec as this process and
     saves its figures under ``dest/figures``.
     """
     try:
@@ -352,7 +361,8 @@ def _execute(nb: Any, path: Path, dest: Path, timeout: int) -> None:
             "executing notebooks needs nbclient and ipykernel: pip install 'lowprec[tutorials]'"
             " (or pass --no-execute)"
         ) from None
-    root = str(path.resolve().parent.parent)
+    # The kernel imports the lowprec this process runs (a checkout's or the installed one).
+    root = str(Path(__file__).resolve().parent.parent)
     saved = {k: os.environ.get(k) for k in ("PYTHONPATH", "LOWPREC_TUTORIAL_OUT", "MPLBACKEND")}
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (root, saved["PYTHONPATH"]) if p)
     os.environ["LOWPREC_TUTORIAL_OUT"] = str((dest / "figures").resolve())

@@ -15,6 +15,11 @@ same inputs, and the report counts where the codes differ:
   sqrt: all 2**16 inputs; and random samples against ``lowprec.arith`` itself;
 * GEMMs: which accumulation model reproduces each output bit for bit.
 
+Each part also says what the hardware *behaves like*, with the identification of
+:mod:`lowprec.identify` (re-exported here): a conversion's rounding mode,
+saturation and subnormal handling, and a GEMM's tensor-core architecture model
+("this GPU's FP8 MMA behaves like the h100 model on 16384/16384 outputs").
+
 Without ``--gpu`` (or without a GPU) only the emulator-side parts run: the
 step tables are built and checked against the emulator, and the emulator is
 compared with ml_dtypes -- what the GPU run would compare against.
@@ -23,17 +28,22 @@ compared with ml_dtypes -- what the GPU run would compare against.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import platform
 import time
-from collections import Counter
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from . import arith
+from ._validate_report import (
+    _histogram,
+    _is_nan_codes,
+    explain_code,
+    to_markdown,
+    ulp_distance,
+    write_report,
+)
 from .formats import FloatFormat, custom_format, get_format, reference_dtype
 from .gpu._catalog import (
     ARITH_FORMATS,
@@ -45,67 +55,20 @@ from .gpu._catalog import (
     Conversion,
 )
 from .gpu._tables import StepTable, build_table, check_table
+from .identify import Identification, identify_conversion, identify_dot
 from .matmul import list_models
 from .matmul import matmul as lp_matmul
 from .rounding import decode, encode, round_to
+from .tensorcores import ARCHITECTURES
 
-__all__ = ["explain_code", "run", "ulp_distance", "write_report"]
+__all__ = ["Identification", "conversion_behaviour", "explain_code", "gemm_behaviour",
+           "identify_conversion", "identify_dot", "run", "to_markdown", "ulp_distance",
+           "write_report"]
 
 Log = Callable[[str], None]
 
 
 # --------------------------------------------------------------------------- helpers
-def explain_code(code: int, fmt: FloatFormat | str) -> str:
-    """``0x3c00 = 0|01111|0000000000 = 1.0``: hex, the fields, and the value."""
-    fmt = get_format(fmt)
-    code = int(code)
-    m = fmt.mantissa_bits
-    e = fmt.exponent_bits
-    digits = (fmt.width + 3) // 4
-    mant = code & ((1 << m) - 1)
-    exp = (code >> m) & ((1 << e) - 1)
-    fields = f"{exp:0{e}b}|{mant:0{m}b}" if m else f"{exp:0{e}b}"
-    if fmt.signed:
-        fields = f"{code >> (fmt.width - 1)}|" + fields
-    value = float(decode(np.array([code], dtype=fmt.code_dtype), fmt)[0])
-    return f"0x{code:0{digits}x} = {fields} = {value!r}"
-
-
-def _ordinal(codes: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """Integers that order codes like their values (adjacent values differ by 1)."""
-    c = codes.astype(np.int64)
-    if not fmt.signed:
-        return c
-    mag = c & (fmt.sign_mask - 1)
-    return np.where(c & fmt.sign_mask, -mag, mag)
-
-
-def ulp_distance(got: np.ndarray, want: np.ndarray, fmt: FloatFormat) -> np.ndarray:
-    """Signed distance in units in the last place (code steps) from ``want`` to ``got``."""
-    return _ordinal(np.asarray(got), fmt) - _ordinal(np.asarray(want), fmt)
-
-
-def _is_nan_codes(fmt: FloatFormat) -> np.ndarray:
-    codes = np.arange(1 << fmt.width, dtype=np.uint64).astype(fmt.code_dtype)
-    with np.errstate(invalid="ignore"):
-        return np.isnan(decode(codes, fmt)).astype(np.uint8)
-
-
-def _histogram(got: np.ndarray, want: np.ndarray, fmt: FloatFormat) -> dict[str, int]:
-    """Mismatches by ulp distance; NaN-involving ones counted apart."""
-    if got.size == 0:
-        return {}
-    isnan = _is_nan_codes(fmt)
-    top = isnan.size - 1
-    nan = (isnan[np.minimum(got.astype(np.int64), top)]
-           | isnan[np.minimum(want.astype(np.int64), top)]).astype(bool)
-    d = ulp_distance(got[~nan], want[~nan], fmt)
-    hist = Counter(f"{int(v):+d}" if abs(v) <= 4 else ("> +4" if v > 0 else "< -4") for v in d)
-    if nan.any():
-        hist["NaN involved"] = int(nan.sum())
-    return dict(sorted(hist.items()))
-
-
 def _timed(fn, *args, **kwargs):
     t0 = time.perf_counter()
     out = fn(*args, **kwargs)
@@ -240,9 +203,28 @@ def _sample_compare(conv: Conversion, n: int, rng: np.random.Generator) -> dict:
     first = [f"x={float(v)!r}: GPU {explain_code(g, fmt)}; emulator {explain_code(w, fmt)}"
              for v, g, w in zip(x[bad][:5], got[bad][:5], want[bad][:5])]
     return {"name": conv.name, "cuda": conv.cuda, "inputs": int(x.size),
-            "mismatches": int(bad.sum()),
+            "mismatches": int(bad.sum()), "behaves_like": conversion_behaviour(x, got, fmt),
             "nan_bit_differences": int(((got != want) & both_nan).sum()),
             "ulp_histogram": _histogram(got[bad], want[bad], fmt), "first": first}
+
+
+def conversion_behaviour(x: np.ndarray, got: np.ndarray, fmt: FloatFormat) -> str:
+    """'rne, saturate=False, ... on N/N inputs': the lowprec semantics of a GPU
+    conversion's codes ``got`` for inputs ``x`` (:func:`identify_conversion`)."""
+    ident = identify_conversion(x, got.astype(np.int64), fmt)
+    sem = ", ".join(f"{k}={v}" for k, v in ident.best.items())
+    return f"{sem} on {round(ident.explained * ident.n)}/{ident.n} inputs"
+
+
+def gemm_behaviour(match: dict[str, int], outputs: int) -> str:
+    """'the h100 model on N/N outputs': the architecture model of lowprec.matmul that
+    reproduces most of a GPU GEMM's outputs (``match``: model key -> outputs matched)."""
+    arch = {k.split(":", 1)[1]: v for k, v in match.items()
+            if k.startswith("lowprec.matmul:") and k.split(":", 1)[1] in ARCHITECTURES}
+    if not arch:
+        return "no architecture model ran"
+    best = max(arch, key=lambda k: arch[k])
+    return f"the {best} model on {arch[best]}/{outputs} outputs"
 
 
 def _back_compare() -> list[dict]:
@@ -327,6 +309,7 @@ def _arith_section(tables: dict, quick: bool, rng: np.random.Generator, log: Log
         # Random operands against lowprec.arith itself; sqrt: every input.
         n = 1 << (14 if quick else 18)  # lowprec.arith runs on the CPU
         for op, (arity, cuda_fn) in ARITH_OPS.items():
+            ops: tuple[np.ndarray, ...]
             if arity == 1:
                 ops = (np.arange(1 << 16, dtype=np.uint16),)
             else:
@@ -435,14 +418,16 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
             models.update({k: v for k, v in emulated.items() if not isinstance(v, str)})
             match = {mname: int((v.view(np.uint32) == got.view(np.uint32)).sum())
                      for mname, v in models.items()}
-            best = max(match, key=match.get)
+            best = max(match, key=lambda mname: match[mname])
             exact = models.get(f"chunk{k}_p24_rne")
-            row = {"format": name, "shape": [m, n, k], "outputs": m * n, "kernel": kernel,
+            row: dict[str, Any] = {"format": name, "shape": [m, n, k], "outputs": m * n,
+                                   "kernel": kernel,
                    "best_model": best, "best_matches": match[best],
                    "matches_exact_then_round_once": match.get(f"chunk{k}_p24_rne"),
                    "models_matching_every_output": [k for k, v in match.items() if v == m * n][:6],
                    "all_models": dict(sorted(match.items(), key=lambda kv: -kv[1])[:8]),
-                   "models_not_run": not_run}
+                   "models_not_run": not_run,
+                   "behaves_like": gemm_behaviour(match, m * n)}
             if exact is not None:
                 d = np.abs(got.astype(np.float64) - exact.astype(np.float64))
                 row["max_abs_diff_vs_exact"] = float(d.max())
@@ -454,11 +439,13 @@ def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]
             got16 = cupy.asnumpy(rt.matmul(a, b, name, out="float16")).view(np.uint16)
             models = _gemm_models(ai, bi, s, [256, 32, 16, 8], (24,), ("rne", "rtz"))
             match = {mn: int((encode(v, "fp16", "rne") == got16).sum()) for mn, v in models.items()}
-            best = max(match, key=match.get)
-            rows.append({"format": "fp16 (cupy.matmul, fp16 out)", "shape": [64, 64, 256],
-                         "outputs": 64 * 64, "kernel": "cupy.matmul",
-                         "best_model": best + " then rne to fp16", "best_matches": match[best],
-                         "all_models": match})
+            best = max(match, key=lambda mname: match[mname])
+            fp16_row: dict[str, Any] = {
+                "format": "fp16 (cupy.matmul, fp16 out)", "shape": [64, 64, 256],
+                "outputs": 64 * 64, "kernel": "cupy.matmul",
+                "best_model": best + " then rne to fp16", "best_matches": match[best],
+                "all_models": match}
+            rows.append(fp16_row)
     return rows
 
 
@@ -507,76 +494,3 @@ def run(*, gpu: bool = False, quick: bool = False, log: Log = print, seed: int =
         report["gemm"] = _gemm_section(quick, rng, log)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     return report
-
-
-def _md_table(rows: list[dict], cols: list[str]) -> list[str]:
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        out.append("| " + " | ".join(str(r.get(c, "")).replace("|", "\\|") for c in cols) + " |")
-    return out
-
-
-def to_markdown(report: dict) -> str:
-    """The report as Markdown (tables of counts, then the first mismatches explained)."""
-    L = ["# lowprec validation report", ""]
-    dev = report.get("device")
-    L.append(f"Date: {report['date']}; lowprec {report['lowprec_version']}, numpy "
-             f"{report['numpy']}, ml_dtypes {report.get('ml_dtypes', '-')}; "
-             f"{'quick' if report['quick'] else 'full'} run, {report['seconds']} s.")
-    if dev:
-        L.append(f"GPU: {dev['name']} (sm_{dev['compute_capability']}), driver CUDA "
-                 f"{dev['driver_cuda_version']}, runtime CUDA {dev['runtime_cuda_version']}, "
-                 f"CuPy {dev['cupy_version']}.")
-    else:
-        L.append("No GPU part was run: emulator-side checks only.")
-    L += ["", "## Emulator step tables (checked against the emulator)", ""]
-    L += _md_table(report["tables"]["rows"], ["name", "steps", "inputs", "mismatches"])
-    L += ["", "## Emulator against ml_dtypes (round to nearest even)", ""]
-    L += _md_table(report["ml_dtypes_check"]["rows"],
-                   ["format", "inputs", "mismatches", "nan_bit_differences"])
-    for key, title, cols in (
-        ("conversion_sweeps", "float32 conversions, every input",
-         ["name", "cuda", "inputs", "mismatches_not_nan_bits", "nan_bit_differences", "gpu_larger",
-          "recorded_confirmed_by_emulator", "ulp_histogram_of_recorded", "seconds"]),
-        ("conversion_samples", "Conversions on samples (elementwise kernels)",
-         ["name", "cuda", "inputs", "mismatches", "nan_bit_differences", "ulp_histogram"]),
-        ("back_conversions", "Codes to a wider format (every code)",
-         ["name", "cuda", "codes", "mismatches", "nan_codes_not_nan_on_gpu"]),
-        ("gemm", "GEMM accumulation models (outputs matched bit for bit)",
-         ["format", "shape", "kernel", "outputs", "best_model", "best_matches",
-          "matches_exact_then_round_once", "models_matching_every_output",
-          "max_abs_diff_vs_exact", "error"]),
-    ):
-        if key in report:
-            L += ["", f"## {title}", ""] + _md_table(report[key], cols)
-    if "arithmetic" in report:
-        ar = report["arithmetic"]
-        L += ["", "## fp16/bf16 arithmetic on the device (exact reference, every pair)", ""]
-        L += _md_table(ar["sweeps"], ["format", "op", "cuda", "inputs", "exhaustive",
-                                      "mismatches", "gpu_larger", "ulp_histogram_of_recorded",
-                                      "seconds"])
-        L += ["", "## fp16/bf16 arithmetic against lowprec.arith", ""]
-        L += _md_table(ar["samples"], ["format", "op", "cuda", "inputs",
-                                       "mismatches_vs_lowprec_arith", "ulp_histogram",
-                                       "mismatches_vs_double_reference"])
-    firsts = []
-    for key in ("conversion_sweeps", "conversion_samples", "back_conversions"):
-        for r in report.get(key, []):
-            if r.get("first"):
-                firsts.append(f"- **{key} {r['name']}**: " + "; ".join(r["first"][:3]))
-    for r in report.get("arithmetic", {}).get("sweeps", []):
-        if r.get("first"):
-            firsts.append(f"- **{r['format']} {r['op']}**: " + "; ".join(r["first"][:3]))
-    if firsts:
-        L += ["", "## First mismatches, bits explained", ""] + firsts
-    return "\n".join(L) + "\n"
-
-
-def write_report(report: dict, out_dir: Path | str, stem: str = "validation") -> tuple[Path, Path]:
-    """Write ``<stem>.json`` and ``<stem>.md`` into ``out_dir``; returns both paths."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    j, m = out / f"{stem}.json", out / f"{stem}.md"
-    j.write_text(json.dumps(report, indent=1, default=str) + "\n")
-    m.write_text(to_markdown(report))
-    return j, m

@@ -79,14 +79,50 @@ CASES = [
     # validate
     (["validate", "--out", "{full}"], USAGE, "is not empty; pass --force"),
     (["validate", "--quick", "--out", "{file}"], USAGE, "is a file"),
+    (["validate", "identify"], USAGE, "required: WHAT"),
+    (["validate", "identfy"], USAGE, "did you mean identify?"),
+    (["validate", "identify", "dot", "--a", "{new}", "--b", "{new}", "--d", "{new}",
+      "--inputs", "fp16"], USAGE, "no such file"),
+    (["validate", "identify", "dot", "--a", "{file}", "--b", "{file}", "--d", "{file}",
+      "--inputs", "fp16"], USAGE, "expected a .npy, .npz, .txt or .txt.gz file"),
+    (["validate", "identify", "dot", "--a", "{file}", "--b", "{file}", "--d", "{file}",
+      "--inputs", "fp16", "--output", "bf16"], USAGE, "did you mean fp16?"),
+    (["validate", "identify", "conversion", "--inputs", "{file}", "--codes", "{file}"],
+     USAGE, "required: --format"),
     # tutorials
     (["tutorials", "lst"], USAGE, "did you mean list?"),
     (["tutorials", "student"], USAGE, "give the folder"),
     (["tutorials", "student", "{full}"], USAGE, "is not empty; pass --force"),
     (["tutorials", "list", "--source", "{new}"], FAILED, "does not exist"),
     (["tutorials", "student", "{new}", "--source", "{full}"], FAILED, "no tutorials"),
+    (["tutorials", "student", "{new}", "--roster", "{new}"], USAGE, "cannot read it"),
+    (["tutorials", "render", "{new}", "--roster", "{file}"], USAGE, "--roster is for"),
+    # grade
+    (["grade", "{file}"], USAGE, "--tutorial"),
+    (["grade", "{file}", "--tutorial", "99"], USAGE, "no single tutorial matches"),
+    (["grade", "{new}", "--tutorial", "01", "--out", "{new}.csv"], USAGE, "does not exist"),
+    (["grade", "{file}", "--tutorial", "01", "--out", "{file}"], USAGE,
+     "already exists; pass --force"),
+    (["grade", "{file}", "--tutorial", "01", "--timeout", "0", "--out", "{new}.csv"], USAGE,
+     "--timeout must be positive"),
+    # explore
+    (["explore", "--format", "e4m"], USAGE, "not a registered format"),
+    (["explore", "--out", "{file}"], USAGE, "already exists; pass --force"),
+    (["explore", "--out", "{full}"], USAGE, "is a folder"),
     # warmup
     (["warmup", "--fast"], USAGE, "--fast"),
+    # memory and cost
+    (["memory", "--sizes", "32,x"], USAGE, "'32,x'"),
+    (["memory", "--policies", "fp12"], USAGE, "unknown fp12"),
+    (["memory", "--batch", "-1"], USAGE, "batch"),
+    (["memory", "--transformer", "1,2"], USAGE, "'1,2'"),
+    (["cost", "--gpu", "a100"], USAGE, "'a100'"),
+    (["cost", "--sizes", "5"], USAGE, "at least two"),
+    # inspect
+    (["inspect"], USAGE, "FILE is missing"),
+    (["inspect", "{new}"], USAGE, "does not exist"),
+    (["inspect", "{file}", "--recipes", "fp7"], USAGE, "unknown recipe 'fp7'"),
+    (["inspect", "{file}", "--max-underflow", "2"], USAGE, "--max-underflow"),
 ]
 
 

@@ -414,3 +414,41 @@ def test_module_docstring_example():
 
     result = doctest.testmod(lowprec.exercises, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 2 and result.failed == 0
+
+
+# ------------------------------------------------------------------ feedback without the answer
+# One classic mistake per tutorial: the diagnosis and the hint name the mistake, the right
+# answer (written here from the format's fields, not taken from the checker) is left out
+# unless reveal=True. The hint substrings are the mistakes' names in the checkers' tables.
+_HIDDEN = [
+    (ex.check_max, ("fp16", 65535), "unsigned integer", "65504"),
+    (ex.check_max, ("fp8_e4m3", 480), "NaN", "448"),
+    (ex.check_smallest_normal, ("fp16", 2.0**-24), "smallest *subnormal*", "2^-14"),
+    (ex.check_smallest_subnormal, ("bf16", 2.0**-126), "smallest *normal*", "2^-133"),
+    (ex.check_smallest_subnormal, ("bf16", 2.0**-140), "too small", "2^-133"),
+    (ex.check_decode, (0b0_1010_101, "fp8_e4m3", 1.625 * 2.0**10), "subtract the bias", "13.0"),
+    (ex.check_num_finite, ("fp8_e5m2", 256), "counted every code", "247"),
+    (ex.check_spacing, ("fp16", 256.0, 2.0**-10), "eps", "0.25"),
+    (ex.check_stochastic_probability, (1 + 2.0**-12, "fp16", 0.75), "*down*", "0.25"),
+    (ex.check_largest_flushed, ("fp16", 2.0**-24), "itself representable", "2^-25"),
+    (ex.check_unit_roundoff, ("bf16", 2.0**-7), "eps itself", "0.00390625"),
+    (ex.check_bits_per_value, ("mxfp4", 4), "scale", "4.25"),
+    (ex.check_ulp_distance, (0x3C01, 0x3C00, "fp16", -1), "other way round", "+1"),
+    (ex.check_underflow_count, (np.array([0.0, 1e-9, 1e-8, 1.0]), "fp16", 3),
+     "every zero after rounding", "2 of the 3"),
+    (ex.check_bytes_per_param, ((32, 64, 10), "fp32", "adam", 8.0), "optimizer state", "16"),
+]
+
+
+@pytest.mark.parametrize("func, args, hint, answer", _HIDDEN,
+                         ids=[f"{c[0].__name__}-{c[3]}" for c in _HIDDEN])
+def test_feedback_names_the_mistake_without_the_answer(func, args, hint, answer):
+    with pytest.raises(ExerciseError) as info:
+        func(*args)
+    err = info.value
+    shown = err.feedback()
+    assert hint in shown and shown.startswith(err.diagnosis)
+    assert answer not in shown, shown
+    assert answer in err.solution
+    assert err.feedback(reveal=True) == str(err)
+    assert answer in str(err) and hint in str(err)  # the tutorial's own message is unchanged

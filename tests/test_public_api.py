@@ -16,7 +16,7 @@ TOP_LEVEL = [
     "Explanation", "FORMATS", "FloatFormat", "MODES", "RangeStats", "add", "custom_format",
     "decode", "div", "dot", "encode", "explain", "fma", "get_format", "list_formats",
     "list_models", "matmul", "mul", "mx", "nvfp4", "pack", "quant_error", "range_stats",
-    "round_to", "scaling", "sqrt", "sub", "unpack",
+    "round_to", "scaling", "sqrt", "sub", "unpack", "vecdot",
 ]
 
 SUBMODULES = {
@@ -24,9 +24,13 @@ SUBMODULES = {
                 "list_formats"],
     "rounding": ["MODES", "check_mode", "decode", "encode", "round_to"],
     "arith": ["add", "div", "fma", "mul", "sqrt", "sub"],
-    "matmul": ["AccumulationModel", "Blocked", "Exact", "Pairwise", "Promote", "Sequential",
-               "TensorCore", "blocked", "dot", "get_model", "list_models", "matmul",
-               "promote", "tensor_core"],
+    "matmul": ["AccumulationModel", "Architecture", "Blocked", "Exact", "Pairwise", "Promote",
+               "Sequential", "TensorCore", "blocked", "dot", "get_model", "list_models",
+               "matmul", "promote", "tensor_core", "vecdot"],
+    "tensorcores": ["ARCHITECTURES", "AccumulationModel", "Architecture", "TensorCore",
+                    "get_architecture", "input_family"],
+    "identify": ["Identification", "TensorCoreCase", "conversion_probe", "identify_conversion",
+                 "identify_dot", "iter_tensorcore_files", "read_array"],
     "scaling": ["DelayedScaling", "ScaledTensor", "current_scale", "quantize_per_tensor",
                 "quantize_tiles"],
     "mx": ["MXFormat", "MXTensor", "MX_FORMATS", "SCALE_RULES", "e8m0_scale_codes",
@@ -52,7 +56,9 @@ SUBMODULES = {
             "Conversion", "GPUUnavailableError", "KERNEL_DIR", "SOURCES", "SOURCES_SM90A",
             "arith", "available", "convert", "device_info", "matmul", "require",
             "unavailable_reason", "widen"],
-    "validate": ["explain_code", "run", "ulp_distance", "write_report"],
+    "validate": ["Identification", "conversion_behaviour", "explain_code", "gemm_behaviour",
+                 "identify_conversion", "identify_dot", "run", "to_markdown", "ulp_distance",
+                 "write_report"],
     "exercises": ["ExerciseError", "check_accumulator_spacing", "check_bits_per_value",
                   "check_block_flush_share", "check_underflow_count", "check_bytes_per_param",
                   "check_current_scale", "check_decode", "check_delayed_scale",
@@ -72,6 +78,13 @@ SUBMODULES = {
                 "Recommendation", "Report", "exponent_histogram", "get_recipe", "list_recipes",
                 "parse_name", "recommend", "report", "settled_loss_scale"],
     "torch": ["Capture", "Emulation", "capture", "emulate", "round_to"],
+    "grading": ["Check", "Exercise", "ExerciseResult", "SubmissionResult", "exercise_spec",
+                "grade_submission", "open_tutorial", "read_submission"],
+    "grading.handouts": ["assignment_text", "write_assignments"],
+    "grading.report": ["feedback_text", "summary", "write_csv", "write_feedback"],
+    "grading.variants": ["VARIANTS", "Variant", "read_roster", "variant_rng", "variant_text"],
+    "explorer": ["MX_EXAMPLE", "build_page", "explorer_data", "parse_format_spec",
+                 "write_page"],
 }
 
 
@@ -100,7 +113,8 @@ def test_documented_import_paths():
     from lowprec.arith import add  # noqa: F401
     from lowprec.autograd import Tensor  # noqa: F401
     from lowprec.formats import get_format  # noqa: F401
-    from lowprec.matmul import promote, tensor_core  # noqa: F401
+    from lowprec.matmul import promote, tensor_core, vecdot  # noqa: F401
     from lowprec.mx import quantize  # noqa: F401
     from lowprec.rounding import round_to  # noqa: F401
     from lowprec.train import train  # noqa: F401
+    from lowprec.validate import identify_conversion, identify_dot  # noqa: F401

@@ -59,25 +59,28 @@ for acc in ["fp16", "bf16", "fp32"]:
 #
 # `lowprec.matmul` emulates several ways of adding: `exact` (round once at the end),
 # `sequential` (one fused multiply-add per product, rounded each time), `pairwise` (a tree),
-# `blocked`, and models of NVIDIA tensor cores from Fasi, Higham, Mikaitis & Pranesh (2021)
-# and Khattak & Mikaitis (2025). A tensor core computes a *block FMA*: a few products (4 on
-# V100, 8 on A100, 16 on H100 for fp16) plus the accumulator, all exact, are aligned to the
-# largest exponent, the bits below the accumulator's precision (plus a few extra alignment
-# bits) are truncated, and the sum is normalised and rounded toward zero once.
+# `blocked`, and models of NVIDIA tensor cores (`v100`, `a100`, `ada`, `h100`, `b200`) that
+# reproduce measurements of real GPUs bit for bit (Fasi, Higham, Mikaitis & Pranesh 2021;
+# Khattak & Mikaitis 2025). A tensor core computes a *block FMA*: a few products (4 on V100,
+# 8 on A100, 16 on H100 for fp16) plus the accumulator C, all exact, are aligned to the
+# largest *nominal* exponent (C's, or e_a + e_b for a product), every term keeps a fixed
+# number of bits below it (23 on V100, 24 on A100, 25 on H100) and loses the rest by
+# truncation, and the exact sum is normalised once, truncating into fp32.
 
 # %%
 for name, text in list_models().items():
     print(f"{name:>12}: {text.split(': ', 1)[1].split(' Source')[0]}")
 
 # %% [markdown]
-# A worked example in the style of Fasi et al.: 1 plus three tiny products of 2^−24 each.
-# Exactly, the sum is 1 + 3 × 2^−24; fp32 can hold 1 + 2^−23 or 1 + 2^−22 but not that.
+# A worked example in the style of Fasi et al.: 1 plus three tiny products 2^−12 × 2^−12 =
+# 2^−24 of fp16 inputs. Exactly, the sum is 1 + 3 × 2^−24; fp32 can hold 1 + 2 × 2^−24 or
+# 1 + 4 × 2^−24 but not that.
 
 # %%
-a = np.array([[1.0, 2.0**-24, 2.0**-24, 2.0**-24]])
-b = np.ones((4, 1))
+a = np.array([[1.0, 2.0**-12, 2.0**-12, 2.0**-12]])
+b = a.T.copy()
 for model in ["exact", "sequential", "pairwise", "v100", "a100", "h100"]:
-    r = lp.matmul(a, b, inputs="fp32", accumulate="fp32", model=model)[0, 0]
+    r = lp.matmul(a, b, inputs="fp16", accumulate="fp32", model=model)[0, 0]
     print(f"{model:>10}: 1 + {(r - 1) / 2.0**-24:g} × 2^-24")
 
 # %% [markdown]
@@ -86,17 +89,18 @@ for model in ["exact", "sequential", "pairwise", "v100", "a100", "h100"]:
 # 1 + 2^−24 is a tie that goes back to 1: everything is lost. The tree adds the small ones
 # first and keeps part of them. V100's tensor core aligns all four terms to the exponent of 1
 # and truncates everything below fp32's last bit, so the small products vanish; A100 and
-# H100 keep 3 extra alignment bits, so their sum of the three small terms survives, truncated
-# to 1 + 2 × 2^−24. Six models, three different answers, all of them "fp32 accumulation".
+# H100 keep 1 and 2 extra alignment bits, so the three small terms survive and their sum is
+# truncated to 1 + 2 × 2^−24. Six models, three different answers, all "fp32 accumulation".
 #
 # ## 3. FP8 on Hopper, and promotion every 128 products
 #
 # DeepSeek-V3's technical report (Sec. 3.3.2) found that the FP8 GEMMs of H100 tensor cores
-# keep only about 14 bits of the running sum. lowprec's `h100_fp8` model is a 32-product
-# block FMA whose accumulator keeps 13 fraction bits and truncates. Their fix, `promote`:
-# the tensor core accumulates 128 products (4 block FMAs), then the partial sum is added into
-# a true FP32 accumulator on the CUDA cores, and the tensor core starts again from zero
-# (`deepseek_v3` = `promote(128, h100_fp8)`).
+# keep only about 14 bits of the running sum. lowprec's `h100` model on FP8 inputs, which
+# reproduces every measured H100 FP8 dot product, is a 32-product block FMA that keeps 13
+# fraction bits and truncates. Their fix, `promote`: the tensor core accumulates 128
+# products (4 block FMAs), then the partial sum is added into a true FP32 accumulator on the
+# CUDA cores, and the tensor core starts again from zero (`deepseek_v3` =
+# `promote(128, "h100")`).
 #
 # We measure the relative error of 64 dot products of positive FP8 E4M3 vectors (like
 # activations after a ReLU times positive weights, the worst case: no cancellation) against
@@ -105,7 +109,7 @@ for model in ["exact", "sequential", "pairwise", "v100", "a100", "h100"]:
 # %%
 rng = np.random.default_rng(0)
 ks = [64, 256, 1024, 4096, 16384]
-models = ["sequential", "pairwise", "h100_fp8", "deepseek_v3"]
+models = ["sequential", "pairwise", "h100", "deepseek_v3"]
 errors = {m: [] for m in models}
 for k in ks:
     x = lp.round_to(rng.uniform(0, 1, (1, k)), "fp8_e4m3")
@@ -124,9 +128,9 @@ for m in models:
 
 # %%
 i = ks.index(4096)
-print(f"At K = 4096 the 14-bit accumulator (h100_fp8) is off by {errors['h100_fp8'][i]:.1%} on "
+print(f"At K = 4096 the 14-bit accumulator (h100, FP8) is off by {errors['h100'][i]:.1%} on "
       f"average; promoting every 128 products cuts that to {errors['deepseek_v3'][i]:.3%}, "
-      f"{errors['h100_fp8'][i] / errors['deepseek_v3'][i]:.0f} times less, and once K passes 128 "
+      f"{errors['h100'][i] / errors['deepseek_v3'][i]:.0f} times less, and once K passes 128 "
       f"its error stops growing ({', '.join(f'{e:.2e}' for e in errors['deepseek_v3'][1:])} "
       f"for K = {', '.join(str(k) for k in ks[1:])}).")
 print(f"A plain FP32 sequential loop stays at {errors['sequential'][i]:.1e}: the cost is in the "
@@ -160,7 +164,7 @@ exercises.check_sequential_sum(0.5, 10_000, "fp16", stuck)
 
 # %% [markdown]
 # ### Exercise 2: what a 13-bit accumulator drops
-# The `h100_fp8` accumulator keeps 13 fraction bits. When it holds about 3000, what is its
+# Hopper's FP8 accumulator (`model="h100"` on FP8 inputs) keeps 13 fraction bits. When it holds about 3000, what is its
 # spacing, i.e. the size below which a product's contribution is truncated away? Store it
 # in `spacing`.
 

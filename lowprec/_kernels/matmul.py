@@ -27,7 +27,8 @@ from .arith import (
     unpack,
     zero_result,
 )
-from .engine import RDOWN, convert_one, decode_one
+from .engine import convert_one, decode_one
+from .params import FLAG_OVERFLOW, RDOWN, RNE
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
@@ -72,21 +73,21 @@ def product_specials(Pi, a, b, k0, k1, i, j):
 
 # ------------------------------------------------------------------ sequential
 @_jit
-def sequential_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
-    """acc = fma(a[i,k], b[k,j], acc) for k in order, rounded to Pa each step."""
+def sequential_kernel(Pi, Pa, Po, a, b, ia, ib, cc, mode, n0, n1, out):
+    """acc = fma(a[i,k], b[k,j], acc) for k in order from acc = C, rounded to Pa each step."""
     pin = Pi.m + 1
     K = a.shape[1]
-    for i in range(i0, i1):
-        for j in range(b.shape[0]):
-            acc = zero_code
-            for k in range(K):
-                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
-                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
-                kc, nc, sc, ec = unpack(Pa, acc)
-                acc = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec,
-                                           pin, mode, False, False, _U0),
-                             mode, False, False, _U0)[0]
-            out[i, j] = convert(Pa, Po, acc, mode)[0]
+    for n in range(n0, n1):
+        i, j = ia[n], ib[n]
+        acc = cc[n]
+        for k in range(K):
+            ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+            kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+            kc, nc, sc, ec = unpack(Pa, acc)
+            acc = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, kc, nc, sc, ec,
+                                       pin, mode, False, False, _U0),
+                         mode, False, False, _U0)[0]
+        out[n] = convert(Pa, Po, acc, mode)[0]
 
 
 @_jit
@@ -102,61 +103,61 @@ def _sequential_range(Pi, Pa, a, b, i, j, k0, k1, acc, mode):
 
 
 @_jit
-def blocked_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code, k_block):
+def blocked_kernel(Pi, Pa, Po, a, b, ia, ib, mode, n0, n1, out, zero_code, k_block):
     """Sequential fma inside each block of k_block; block sums added in order."""
     K = a.shape[1]
-    for i in range(i0, i1):
-        for j in range(b.shape[0]):
-            total = zero_code
-            for k0 in range(0, K, k_block):
-                part = _sequential_range(Pi, Pa, a, b, i, j, k0, min(k0 + k_block, K),
-                                         zero_code, mode)
-                total = finish(Pa, op_add(Pa, total, part, False, mode, False, False, _U0),
-                               mode, False, False, _U0)[0]
-            out[i, j] = convert(Pa, Po, total, mode)[0]
+    for n in range(n0, n1):
+        i, j = ia[n], ib[n]
+        total = zero_code
+        for k0 in range(0, K, k_block):
+            part = _sequential_range(Pi, Pa, a, b, i, j, k0, min(k0 + k_block, K),
+                                     zero_code, mode)
+            total = finish(Pa, op_add(Pa, total, part, False, mode, False, False, _U0),
+                           mode, False, False, _U0)[0]
+        out[n] = convert(Pa, Po, total, mode)[0]
 
 
 @_jit
-def pairwise_kernel(Pi, Pa, Po, a, b, mode, i0, i1, out, zero_code):
+def pairwise_kernel(Pi, Pa, Po, a, b, ia, ib, mode, n0, n1, out, zero_code):
     """Products rounded to Pa, then summed as a balanced binary tree: level by
     level, neighbours (0,1), (2,3), ... are added and rounded; an odd last
     element moves up unchanged."""
     K = a.shape[1]
     buf = np.empty(max(K, 1), dtype=np.int64)
-    for i in range(i0, i1):
-        for j in range(b.shape[0]):
-            for k in range(K):
-                ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
-                kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
-                # a*b + (+0): the product rounded once to Pa.
-                buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
-                                              np.int64(0), 0, Pi.m + 1, mode, False, False,
-                                              _U0), mode, False, False, _U0)[0]
-            n = K
-            if n == 0:
-                buf[0] = zero_code
-                n = 1
-            while n > 1:
-                half = n // 2
-                for t in range(half):
-                    buf[t] = finish(Pa, op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False,
-                                               False, _U0), mode, False, False, _U0)[0]
-                if n % 2:
-                    buf[half] = buf[n - 1]
-                n = half + n % 2
-            out[i, j] = convert(Pa, Po, buf[0], mode)[0]
+    for n in range(n0, n1):
+        i, j = ia[n], ib[n]
+        for k in range(K):
+            ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
+            kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
+            # a*b + (+0): the product rounded once to Pa.
+            buf[k] = finish(Pa, fma_parts(Pa, ka, na, sa, ea, kb, nb, sb, eb, ZERO, False,
+                                          np.int64(0), 0, Pi.m + 1, mode, False, False,
+                                          _U0), mode, False, False, _U0)[0]
+        cnt = K
+        if cnt == 0:
+            buf[0] = zero_code
+            cnt = 1
+        while cnt > 1:
+            half = cnt // 2
+            for t in range(half):
+                buf[t] = finish(Pa, op_add(Pa, buf[2 * t], buf[2 * t + 1], False, mode, False,
+                                           False, _U0), mode, False, False, _U0)[0]
+            if cnt % 2:
+                buf[half] = buf[cnt - 1]
+            cnt = half + cnt % 2
+        out[n] = convert(Pa, Po, buf[0], mode)[0]
 
 
 # ----------------------------------------------------------------------- exact
 @_jit
-def exact_kernel(Pi, Po, a, b, mode, i0, i1, out, base, nlimbs):
+def exact_kernel(Pi, Po, a, b, ia, ib, mode, n0, n1, out, base, nlimbs):
     """Exact sum of exact products in 32-bit limbs of a fixed-point integer whose
     unit is 2**base (the smallest product lsb), rounded once into Po."""
     limbs = np.zeros(nlimbs, dtype=np.int64)
-    for i in range(i0, i1):
-        for j in range(b.shape[0]):
-            out[i, j] = finish(Po, _exact_sum(Pi, a, b, i, j, mode, base, limbs), mode, False,
-                               False, _U0)[0]
+    for n in range(n0, n1):
+        i, j = ia[n], ib[n]
+        out[n] = finish(Po, _exact_sum(Pi, a, b, i, j, mode, base, limbs), mode, False,
+                           False, _U0)[0]
 
 
 @_jit
@@ -230,57 +231,78 @@ def _exact_sum(Pi, a, b, i, j, mode, base, limbs):
 
 
 # ---------------------------------------------------------------- tensor cores
-@_jit
-def _tc_block(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits, hw_mode):
-    """One block-FMA: acc + sum of products k0..k1, the model of Fasi et al. 2021.
-
-    Products are exact. All terms (the accumulator and the products) are
-    aligned to the largest exponent among them and truncated (magnitudes,
-    toward zero) to ``p_acc + align_bits`` bits below it; the truncated terms
-    are summed exactly (carries are kept), and the sum is normalised and
-    rounded once into the accumulator format in the hardware's mode.
-    """
-    return finish(Pa, _tc_block_sum(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits), hw_mode,
-                  False, False, _U0)[0]
+_NO_TERM = -(1 << 40)
 
 
 @_jit
-def _tc_block_sum(Pi, Pa, a, b, i, j, k0, k1, acc, align_bits):
+def _special_block(Pc, Pi, a, b, i, j, k0, k1, acc):
+    """(True, code) when a NaN or inf decides the block's result, else (False, 0)."""
+    kc, nc, _, _ = unpack(Pc, acc)
     st = product_specials(Pi, a, b, k0, k1, i, j)
-    kc, nc, sc, ec = unpack(Pa, acc)
-    if st == 3 or kc >= QNAN:
-        return nan_result(0)
-    if st != 0 or kc == INF:
-        if st != 0 and kc == INF and (st == 2) != nc:
-            return nan_result(0)
-        return inf_result((st == 2) if st != 0 else nc, 0)
-    # Largest leading-bit exponent among the non-zero terms.
-    emax = -(1 << 30)
-    if kc == FINITE:
-        emax = ec + bitlen(sc) - 1
-    for k in range(k0, k1):
-        ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
-        kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
-        if ka == FINITE and kb == FINITE:
-            e = ea + eb + bitlen(sa * sb) - 1
-            emax = max(emax, e)
-    if emax == -(1 << 30):
-        return zero_result(False)
-    # Keep bits down to 2**lsb: p_acc bits of the largest term plus align_bits.
-    lsb = emax - Pa.m - align_bits
-    S = np.int64(0)
-    if kc == FINITE:
-        t = _truncate(sc, ec, lsb)
-        S += -t if nc else t
-    for k in range(k0, k1):
-        ka, na, sa, ea = unpack(Pi, np.int64(a[i, k]))
-        kb, nb, sb, eb = unpack(Pi, np.int64(b[j, k]))
-        if ka == FINITE and kb == FINITE:
-            t = _truncate(sa * sb, ea + eb, lsb)
-            S += -t if na != nb else t
+    if st == 0 and kc < INF:
+        return False, np.int64(0)
+    if st == 3 or kc >= QNAN or (st != 0 and kc == INF and (st == 2) != nc):
+        return True, finish(Pc, nan_result(0), RNE, False, False, _U0)[0]
+    neg = (st == 2) if st != 0 else nc
+    return True, finish(Pc, inf_result(neg, 0), RNE, False, False, _U0)[0]
+
+
+@_jit
+def _normalise(Ph, S, lsb, hw_mode):
+    """The aligned sum S * 2**lsb normalised into Ph in hw_mode; an overflow gives
+    inf whatever the mode (the sources' models return inf)."""
     if S == 0:
-        return zero_result(False)
-    return rounded(S < 0, abs(S), lsb, False)
+        return finish(Ph, zero_result(False), RNE, False, False, _U0)[0]
+    code, flags, _ = finish(Ph, rounded(S < 0, abs(S), lsb, False), hw_mode, False, False, _U0)
+    if flags & FLAG_OVERFLOW:
+        code = finish(Ph, inf_result(S < 0, 0), RNE, False, False, _U0)[0]
+    return code
+
+
+@_jit
+def hw_block(Pi, Pc, Ph, asig, aexp, bsig, bexp, i, j, k0, k1, acc, frac_bits, hw_mode,
+             c_late):
+    """One block FMA: C (``acc``, a code of the C/D format Pc) + products k0..k1.
+
+    1. the largest *nominal* exponent among the non-zero terms: C's exponent, or
+       e_a + e_b for a product (its significand lies in [1, 4));
+    2. every term truncated (magnitude, toward zero) to ``frac_bits`` fraction
+       bits below that exponent: an integer multiple of 2**lsb;
+    3. the integers summed exactly;
+    4. the sum normalised once into Ph (C/D's exponent range, the hardware's
+       fraction bits) in ``hw_mode`` and returned as a code of Pc (exact).
+
+    With ``c_late`` C takes no part in steps 1-4; the normalised products' sum is
+    rounded (RNE) into Pc and C added to it with one RNE addition in Pc.
+    """
+    kc, nc, sc, ec = unpack(Pc, acc)
+    c_in = kc == FINITE and not c_late
+    m, emin = Pi.m, Pi.emin
+    emax = _NO_TERM
+    if c_in:
+        emax = max(ec + Pc.m, Pc.emin)
+    for k in range(k0, k1):
+        if asig[i, k] * bsig[j, k] != 0:
+            e = max(aexp[i, k] + m, emin) + max(bexp[j, k] + m, emin)
+            emax = max(emax, e)
+    lsb = emax - frac_bits
+    S = np.int64(0)
+    if emax != _NO_TERM:
+        if c_in:
+            t = _truncate(sc, ec, lsb)
+            S += -t if nc else t
+        for k in range(k0, k1):
+            p = asig[i, k] * bsig[j, k]
+            if p != 0:
+                t = _truncate(abs(p), aexp[i, k] + bexp[j, k], lsb)
+                S += -t if p < 0 else t
+    if not c_late:
+        if S == 0 and kc == ZERO and emax == _NO_TERM:
+            return acc  # C + nothing: C unchanged (keeps -0)
+        return convert(Ph, Pc, _normalise(Ph, S, lsb, hw_mode), RNE)[0]
+    part = convert(Ph, Pc, _normalise(Ph, S, lsb, hw_mode), RNE)[0]
+    return finish(Pc, op_add(Pc, acc, part, False, RNE, False, False, _U0), RNE, False, False,
+                  _U0)[0]
 
 
 @_jit
@@ -295,36 +317,41 @@ def _truncate(sig, exp, lsb):
 
 
 @_jit
-def tensor_core_kernel(Pi, Pa, Pw, Po, a, b, mode, i0, i1, out, zero_code_acc, block,
-                       align_bits, hw_mode, every, zero_code_wide):
-    """Blocks of ``block`` products fused into the accumulator (format Pa, the
-    hardware's internal accumulator). With ``every > 0`` the accumulator is
-    restarted from zero every ``every`` products and its value added (rounded
-    in ``mode``) into a wide accumulator of format Pw -- DeepSeek-V3's
+def tensor_core_kernel(Pi, Pc, Ph, Pw, Po, a, b, asig, aexp, bsig, bexp, ia, ib, cc, special,
+                       mode, n0, n1, out, block, frac_bits, hw_mode, c_late, every, zero_c):
+    """Outputs n0..n1: row ia[n] of A against row ib[n] of B (B transposed), C = cc[n].
+
+    Blocks of ``block`` products are chained (each block's D is the next one's C,
+    codes of Pc). With ``every > 0`` the tensor-core accumulator restarts from
+    zero every ``every`` products and its value is added (rounded in ``mode``)
+    into a wide accumulator of format Pw that starts at C -- DeepSeek-V3's
     promotion of partial sums to FP32 CUDA-core registers."""
-    K = a.shape[1]
-    for i in range(i0, i1):
-        for j in range(b.shape[0]):
-            if every <= 0:
-                acc = zero_code_acc
-                for k0 in range(0, K, block):
-                    acc = _tc_block(Pi, Pa, a, b, i, j, k0, min(k0 + block, K), acc,
-                                    align_bits, hw_mode)
-                out[i, j] = convert(Pa, Po, acc, mode)[0]
+    K = asig.shape[1]
+    for n in range(n0, n1):
+        i, j = ia[n], ib[n]
+        wide = cc[n]
+        step = every if every > 0 else max(K, 1)
+        for c0 in range(0, max(K, 1), step):
+            c1 = min(c0 + step, K)
+            acc = zero_c if every > 0 else cc[n]
+            for k0 in range(c0, c1, block):
+                k1 = min(k0 + block, c1)
+                if special:
+                    hit, code = _special_block(Pc, Pi, a, b, i, j, k0, k1, acc)
+                    if hit:
+                        acc = code
+                        continue
+                elif unpack(Pc, acc)[0] >= INF:
+                    continue  # inf or NaN + finite products stays what it is
+                acc = hw_block(Pi, Pc, Ph, asig, aexp, bsig, bexp, i, j, k0, k1, acc,
+                               frac_bits, hw_mode, c_late)
+            if every > 0:
+                part = convert(Pc, Pw, acc, mode)[0]
+                wide = finish(Pw, op_add(Pw, wide, part, False, mode, False, False, _U0),
+                              mode, False, False, _U0)[0]
             else:
-                wide = zero_code_wide
-                for c0 in range(0, K, every):
-                    c1 = min(c0 + every, K)
-                    acc = zero_code_acc
-                    for k0 in range(c0, c1, block):
-                        acc = _tc_block(Pi, Pa, a, b, i, j, k0, min(k0 + block, c1), acc,
-                                        align_bits, hw_mode)
-                    part = convert(Pa, Pw, acc, mode)[0]  # exact when Pw is wider
-                    wide = finish(Pw, op_add(Pw, wide, part, False, mode, False, False, _U0),
-                                  mode, False, False, _U0)[0]
-                out[i, j] = convert(Pw, Po, wide, mode)[0]
-
-
+                wide = acc
+        out[n] = convert(Pw if every > 0 else Pc, Po, wide, mode)[0]
 
 # ------------------------------------------------------------------ fast paths
 # When no input is inf or NaN (checked once), the operands are unpacked once
@@ -370,89 +397,26 @@ def _odd_sum(p, c, mode):
 
 
 @_jit
-def sequential_fast(Pa, Po, af, bf, mode, i0, i1, out, zero_code, k_block):
-    """sequential_kernel (k_block >= K) or blocked_kernel on finite inputs given
-    as float64 values: each product is exact in float64 (<= 48 bits), the sum
-    is rounded to odd in float64 (_odd_sum) and then once into Pa by the engine."""
+def sequential_fast(Pa, Po, af, bf, ia, ib, cc, mode, n0, n1, out, zero_code, k_block):
+    """sequential_kernel (k_block >= K, starting from C) or blocked_kernel (C = 0)
+    on finite inputs given as float64 values: each product is exact in float64
+    (<= 48 bits), the sum is rounded to odd in float64 (_odd_sum) and then once
+    into Pa by the engine."""
     K = af.shape[1]
-    for i in range(i0, i1):
-        for j in range(bf.shape[0]):
-            total = zero_code
-            for k0 in range(0, K, k_block):
-                acc = decode_one(Pa, zero_code)
-                code = zero_code
-                for k in range(k0, min(k0 + k_block, K)):
-                    s = _odd_sum(af[i, k] * bf[j, k], acc, mode)
-                    code = convert_one(Pa, np.float64(s).view(np.int64), True, mode, False,
-                                       False, _U0)[0]
-                    acc = decode_one(Pa, code)
-                if k0 == 0:
-                    total = code
-                else:
-                    total = finish(Pa, op_add(Pa, total, code, False, mode, False, False, _U0),
-                                   mode, False, False, _U0)[0]
-            out[i, j] = convert(Pa, Po, total, mode)[0]
-
-
-@_jit
-def _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, acc, align_bits, hw_mode):
-    """_tc_block on unpacked finite inputs (same arithmetic)."""
-    kc, nc, sc, ec = unpack(Pa, acc)
-    if kc >= INF:  # an accumulator that overflowed stays inf/NaN
-        return acc
-    return finish(Pa, _tc_block_fast_sum(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, kc, nc, sc,
-                                         ec, align_bits), hw_mode, False, False, _U0)[0]
-
-
-@_jit
-def _tc_block_fast_sum(Pa, asig, aexp, bsig, bexp, i, j, k0, k1, kc, nc, sc, ec, align_bits):
-    emax = -(1 << 30)
-    if kc == FINITE:
-        emax = ec + bitlen(sc) - 1
-    for k in range(k0, k1):
-        p = asig[i, k] * bsig[j, k]
-        if p != 0:
-            e = aexp[i, k] + bexp[j, k] + bitlen(abs(p)) - 1
-            emax = max(emax, e)
-    if emax == -(1 << 30):
-        return zero_result(False)
-    lsb = emax - Pa.m - align_bits
-    S = np.int64(0)
-    if kc == FINITE:
-        t = _truncate(sc, ec, lsb)
-        S += -t if nc else t
-    for k in range(k0, k1):
-        p = asig[i, k] * bsig[j, k]
-        if p != 0:
-            t = _truncate(abs(p), aexp[i, k] + bexp[j, k], lsb)
-            S += -t if p < 0 else t
-    if S == 0:
-        return zero_result(False)
-    return rounded(S < 0, abs(S), lsb, False)
-
-
-@_jit
-def tensor_core_fast(Pa, Pw, Po, asig, aexp, bsig, bexp, mode, i0, i1, out, zero_code_acc,
-                     block, align_bits, hw_mode, every, zero_code_wide):
-    """tensor_core_kernel on unpacked finite inputs."""
-    K = asig.shape[1]
-    for i in range(i0, i1):
-        for j in range(bsig.shape[0]):
-            if every <= 0:
-                acc = zero_code_acc
-                for k0 in range(0, K, block):
-                    acc = _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0,
-                                         min(k0 + block, K), acc, align_bits, hw_mode)
-                out[i, j] = convert(Pa, Po, acc, mode)[0]
+    for n in range(n0, n1):
+        i, j = ia[n], ib[n]
+        total = cc[n]
+        for k0 in range(0, K, k_block):
+            code = cc[n] if k0 == 0 else zero_code
+            acc = decode_one(Pa, code)
+            for k in range(k0, min(k0 + k_block, K)):
+                s = _odd_sum(af[i, k] * bf[j, k], acc, mode)
+                code = convert_one(Pa, np.float64(s).view(np.int64), True, mode, False,
+                                   False, _U0)[0]
+                acc = decode_one(Pa, code)
+            if k0 == 0:
+                total = code
             else:
-                wide = zero_code_wide
-                for c0 in range(0, K, every):
-                    c1 = min(c0 + every, K)
-                    acc = zero_code_acc
-                    for k0 in range(c0, c1, block):
-                        acc = _tc_block_fast(Pa, asig, aexp, bsig, bexp, i, j, k0,
-                                             min(k0 + block, c1), acc, align_bits, hw_mode)
-                    part = convert(Pa, Pw, acc, mode)[0]
-                    wide = finish(Pw, op_add(Pw, wide, part, False, mode, False, False, _U0),
-                                  mode, False, False, _U0)[0]
-                out[i, j] = convert(Pw, Po, wide, mode)[0]
+                total = finish(Pa, op_add(Pa, total, code, False, mode, False, False, _U0),
+                               mode, False, False, _U0)[0]
+        out[n] = convert(Pa, Po, total, mode)[0]

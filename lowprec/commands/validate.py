@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import identify
 from ._common import EXIT_NO_GPU, add_command, add_out_dir
 
 
@@ -13,14 +14,17 @@ def register(sub: argparse._SubParsersAction) -> None:
         sub, "validate", help="check GPU kernels bit for bit against the emulator",
         description="Compare lowprec's GPU kernels with the CPU emulator bit for bit and "
         "write validation.json and validation.md. Without --gpu only the emulator-side "
-        "checks run. Exit status 3 when --gpu finds no usable GPU or CuPy.",
+        "checks run. Exit status 3 when --gpu finds no usable GPU or CuPy. 'lowprec "
+        "validate identify conversion|dot' names the semantics behind measured outputs.",
         examples=["lowprec validate --quick --out report/",
-                  "lowprec validate --gpu --out report/ --force"])
+                  "lowprec validate --gpu --out report/ --force",
+                  "lowprec validate identify dot --help"])
     p.add_argument("--gpu", action="store_true",
                    help="run the GPU kernels (needs CuPy and an NVIDIA GPU, sm_89+)")
     p.add_argument("--quick", action="store_true", help="smaller samples (a minute or less)")
     add_out_dir(p, "validation-report", "validation.json and validation.md")
     p.set_defaults(func=run)
+    identify.register(p.add_subparsers(dest="validate_command", metavar="identify"))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,9 +13,33 @@ from ..formats import FloatFormat
 
 
 class ExerciseError(AssertionError):
-    """A wrong answer to an exercise; the message says what is wrong and why."""
+    """A wrong answer to an exercise; the message says what is wrong and why.
+
+    Besides the whole message (``str(error)``, what a student running the tutorial sees),
+    the parts are kept apart for an autograder that should teach without giving the answer
+    away (:mod:`lowprec.grading`): ``diagnosis`` (what the answer was), ``hint`` (the
+    mistake it matches, if one is recognised) and ``solution`` (the right answer and why).
+    Checkers fill them through :func:`lowprec.exercises._verdict.verdict`.
+
+    >>> err = ExerciseError("you said 3, but it is 4.", diagnosis="you said 3", solution="it is 4")
+    >>> err.feedback()
+    'you said 3: that is not right.'
+    """
 
     __module__ = "lowprec.exercises"  # its public home, also in tracebacks
+
+    def __init__(self, message: str, *, diagnosis: str | None = None, hint: str = "",
+                 solution: str = "") -> None:
+        super().__init__(message)
+        self.diagnosis = message if diagnosis is None else diagnosis
+        self.hint = hint.strip()
+        self.solution = solution
+
+    def feedback(self, reveal: bool = False) -> str:
+        """The diagnosis and the hint; with ``reveal=True`` the whole message (solution too)."""
+        if reveal or not self.solution:
+            return str(self)
+        return f"{self.diagnosis}: that is not right." + (f" {self.hint}" if self.hint else "")
 
 
 # ------------------------------------------------------------------ helpers
@@ -24,6 +48,7 @@ def _ok(message: str) -> None:
 
 
 def _wrong(message: str) -> NoReturn:
+    """A wrong answer whose message gives no solution away (all of it is the diagnosis)."""
     raise ExerciseError(message)
 
 

@@ -13,13 +13,23 @@ does this ending, so a checker reads as its list of :class:`Mistake` rows::
 The rows are tried in order and the first whose ``when`` holds is reported. A row's
 ``diagnosis`` says what went wrong, its ``hint`` (optional) how to go on; the
 ``solution`` is kept apart from both, so that feedback can show a diagnosis and a hint
-without giving the answer away.
+without giving the answer away: the :class:`ExerciseError` raised keeps the three parts
+(``said`` as its ``diagnosis``, the matching row's text as its ``hint``, the
+``solution``), and ``feedback()`` shows the solution only with ``reveal=True``.
 
 >>> verdict(False, said="you said 3", solution="it is 4",
 ...         mistakes=[Mistake(False, "Never shown."), Mistake(True, "Off by one.", "Count again.")])
 Traceback (most recent call last):
 ...
 lowprec.exercises.ExerciseError: you said 3, but it is 4. Off by one. Count again.
+
+>>> try:
+...     verdict(False, said="you said 3", solution="it is 4",
+...             mistakes=[Mistake(True, "Off by one.", "Count again.")])
+... except ExerciseError as err:
+...     print(err.feedback()); print(err.feedback(reveal=True))
+you said 3: that is not right. Off by one. Count again.
+you said 3, but it is 4. Off by one. Count again.
 """
 
 from __future__ import annotations
@@ -27,7 +37,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ._common import _ok, _wrong
+from ._common import ExerciseError, _ok
 
 __all__ = ["Mistake", "verdict"]
 
@@ -71,9 +81,11 @@ def verdict(correct: bool, *, said: str, solution: str = "", right: str | None =
             but: str = ", but ", mistakes: Sequence[Mistake] = ()) -> None:
     """Print ``Correct: <right>``, or raise :class:`ExerciseError` explaining the answer.
 
-    ``right`` defaults to the solution: ``Correct: <solution>.``. The error message is ``<said><but><solution>.`` followed by the text of the first
-    matching row of ``mistakes`` (nothing when none matches); without a ``solution``
-    it is ``<said>.`` and the row.
+    ``right`` defaults to the solution: ``Correct: <solution>.``. The error message is
+    ``<said><but><solution>.`` followed by the text of the first matching row of
+    ``mistakes`` (nothing when none matches); without a ``solution`` it is ``<said>.``
+    and the row. The error keeps ``said`` (its ``diagnosis``), the row's text (its
+    ``hint``) and ``solution`` apart, so a grader can leave the solution out.
 
     >>> verdict(True, said="you said 4", solution="4 is the answer")
     Correct: 4 is the answer.
@@ -83,4 +95,6 @@ def verdict(correct: bool, *, said: str, solution: str = "", right: str | None =
         return
     message = f"{said}{but}{solution}." if solution else f"{said}."
     found = diagnose(mistakes)
-    _wrong(message if found is None else f"{message} {found.text()}")
+    hint = "" if found is None else found.text()
+    raise ExerciseError(f"{message} {hint}" if hint else message, diagnosis=said, hint=hint,
+                        solution=solution)

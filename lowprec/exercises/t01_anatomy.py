@@ -143,7 +143,9 @@ def check_smallest_subnormal(fmt: FloatFormat | str, answer: Any) -> None:
                     or x == 2.0 ** (-f.bias - f.mantissa_bits),
                     "You are one binade too low: subnormals share the exponent of the smallest "
                     f"normal binade (2^{f.emin}), not 2^(0 - bias)."),
-            Mistake(0 < x < expected, f"Anything below {_pow2(expected)} rounds to zero or to it."),
+            Mistake(0 < x < expected,
+                    "That value is too small: the format rounds it to zero or up to its "
+                    "smallest value."),
         ],
     )
 

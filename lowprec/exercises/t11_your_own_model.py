@@ -1,9 +1,10 @@
-"""Checkers for tutorial 11 (your own model), with specific feedback.
+"""Tutorial 11, your own model: underflow counted by hand, MXFP4 blocks that flush.
 
-(To be moved into the ``lowprec.exercises`` package.) As in :mod:`lowprec.exercises`,
-each ``check_*`` prints a line starting with ``Correct:`` or raises
-:class:`~lowprec.exercises.ExerciseError` saying what the right answer is and why; the
-expected values come from lowprec itself (``round_to``, ``mx.quantize``).
+As everywhere in :mod:`lowprec.exercises`, each ``check_*`` prints a line starting with
+``Correct:`` or raises :class:`~lowprec.exercises.ExerciseError` (through
+:func:`~lowprec.exercises._verdict.verdict`, so the diagnosis, the hint and the solution
+are kept apart); the expected values come from lowprec itself (``round_to``,
+``mx.quantize``).
 
 >>> import numpy as np
 >>> check_underflow_count(np.array([0.0, 1e-9, 1.0]), "fp16", 1)  # doctest: +ELLIPSIS
@@ -12,7 +13,7 @@ Correct: 1 of the 2 non-zero values round to zero in fp16 ...
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 import numpy as np
 
@@ -20,17 +21,10 @@ from .. import mx
 from .._blocks import to_blocks
 from ..formats import FloatFormat, get_format
 from ..rounding import round_to
-from ._common import ExerciseError
+from ._common import _number, _wrong
+from ._verdict import Mistake, verdict
 
 __all__ = ["check_block_flush_share", "check_underflow_count"]
-
-
-def _ok(message: str) -> None:
-    print(f"Correct: {message}")
-
-
-def _wrong(message: str) -> NoReturn:
-    raise ExerciseError(message)
 
 
 def _int(answer: Any, what: str) -> int:
@@ -57,19 +51,22 @@ def check_underflow_count(x: Any, fmt: FloatFormat | str, answer: Any) -> None:
     got = _int(answer, "underflow count")
     why = (f"{expected} of the {nonzero} non-zero values round to zero in {f.name} (values "
            f"below half its smallest subnormal, {f.smallest_subnormal / 2:.3g})")
-    if got == expected:
-        _ok(why + "; values that were zero already are not underflow.")
-        return
-    all_zero = int(np.count_nonzero(q == 0))
-    if got == all_zero:
-        _wrong(f"you counted {got}: every zero after rounding, including the "
-               f"{a.size - nonzero} values that were zero before. Underflow counts only "
-               f"non-zero values that became zero: {why}.")
     below_normal = int(np.count_nonzero((a != 0) & (np.abs(a) < f.smallest_normal)))
-    if got == below_normal:
-        _wrong(f"you counted {got}, the values below the smallest normal "
-               f"({f.smallest_normal:.3g}); many of those become subnormals, not zero: {why}.")
-    _wrong(f"your count is {got}, but {why}.")
+    verdict(
+        got == expected,
+        right=why + "; values that were zero already are not underflow.",
+        said=f"your count is {got}",
+        solution=why,
+        mistakes=[
+            Mistake(got == int(np.count_nonzero(q == 0)),
+                    f"That is every zero after rounding, including the {a.size - nonzero} "
+                    "values that were zero before.",
+                    "Underflow counts only non-zero values that became zero."),
+            Mistake(got == below_normal,
+                    f"That is the values below the smallest normal ({f.smallest_normal:.3g}); "
+                    "many of those become subnormals, not zero."),
+        ],
+    )
 
 
 def check_block_flush_share(x: Any, answer: Any, fmt: str = "mxfp4") -> None:
@@ -82,19 +79,20 @@ def check_block_flush_share(x: Any, answer: Any, fmt: str = "mxfp4") -> None:
     flushed = (xb != 0) & (qb == 0)
     per_block = flushed.any(-1)
     expected = float(per_block.mean())
-    try:
-        got = float(answer)
-    except (TypeError, ValueError):
-        _wrong(f"the share of blocks is a number between 0 and 1, got {answer!r}")
+    got = _number(answer, "share of blocks (a number between 0 and 1)")
     why = (f"{int(per_block.sum())} of the {per_block.size} blocks ({expected:.2%}) have a "
            f"value that flushed to zero under their shared {fmt} scale")
-    if abs(got - expected) <= 1e-9:
-        _ok(why + ".")
-        return
     by_value = float(flushed.sum() / max(np.count_nonzero(xb), 1))
-    if abs(got - by_value) <= 1e-9:
-        _wrong(f"{got:.2%} is the share of non-zero *values* that flushed; the question is "
-               f"about blocks: {why}.")
-    if abs(got - expected * 100) <= 1e-6:
-        _wrong(f"give a fraction, not a percentage: {why}.")
-    _wrong(f"your share is {got!r}, but {why}.")
+    verdict(
+        abs(got - expected) <= 1e-9,
+        right=why + ".",
+        said=f"your share is {got!r}",
+        solution=why,
+        mistakes=[
+            Mistake(abs(got - by_value) <= 1e-9,
+                    "That is the share of non-zero *values* that flushed; the question is "
+                    "about blocks."),
+            Mistake(abs(got - expected * 100) <= 1e-6,
+                    "Give a fraction between 0 and 1, not a percentage."),
+        ],
+    )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._common import _number, _ok, _wrong
+from ._common import _number
+from ._verdict import Mistake, verdict
 
 __all__ = ["check_bytes_per_param"]
 
@@ -21,13 +22,20 @@ def check_bytes_per_param(model: Any, policy: Any, optimizer: str, answer: Any) 
     parts = ", ".join(f"{role} {t.bytes_of(role) / t.n_params:.6g}" for role in WEIGHT_SIDE)
     why = (f"per parameter, {t.policy} with {optimizer} stores: {parts}; together "
            f"{expected:.6g} bytes")
-    if abs(a - expected) <= 1e-9 * max(1.0, expected):
-        _ok(why + ".")
-        return
-    hint = ""
-    without_master = expected - t.bytes_of("master") / t.n_params
-    if t.bytes_of("master") and abs(a - without_master) <= 1e-9 * max(1.0, expected):
-        hint = " You left out the FP32 master copy the optimizer updates."
-    elif abs(a - (expected - t.bytes_of("optimizer_state") / t.n_params)) <= 1e-9 * expected:
-        hint = " You left out the optimizer state (Adam keeps two values per parameter)."
-    _wrong(f"you said {a:g}, but {why}.{hint}")
+    master = t.bytes_of("master") / t.n_params
+    state = t.bytes_of("optimizer_state") / t.n_params
+
+    def close(v: float) -> bool:
+        return abs(a - v) <= 1e-9 * max(1.0, expected)
+
+    verdict(
+        close(expected),
+        said=f"you said {a:g}",
+        solution=why,
+        mistakes=[
+            Mistake(bool(master) and close(expected - master),
+                    "You left out the FP32 master copy the optimizer updates."),
+            Mistake(bool(state) and close(expected - state),
+                    "You left out the optimizer state (Adam keeps two values per parameter)."),
+        ],
+    )

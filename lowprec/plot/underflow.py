@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
+from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import MaxNLocator
@@ -199,7 +201,7 @@ def underflow_histogram(
     bands_bottom = 1 - band_h * len(fmts) - 0.01
     fig = ax.get_figure()
     axes_h_pt = (ax.get_position().height * fig.get_figheight() * 72
-                 if fig is not None else 250.0)
+                 if isinstance(fig, Figure) else 250.0)
     n_lines = n_rows + 1 + (1 if n_zero or n_nonfinite else 0)
     table_h = (n_lines * 7.5 * 1.25 + 10) / axes_h_pt
     bars_top = bands_bottom - table_h - 0.03
@@ -238,7 +240,7 @@ def underflow_histogram(
 
     bar_color = OKABE_ITO["blue"]
     ax.stairs(counts, edges, fill=True, color=bar_color, alpha=0.75, label=label, gid="hist")
-    handles = [Patch(facecolor=bar_color, alpha=0.75, label=label)]
+    handles: list[Artist] = [Patch(facecolor=bar_color, alpha=0.75, label=label)]
     if loss_scale is not None:
         ax.stairs(counts, edges + shift, fill=False, color="black", linewidth=1.4,
                   gid="hist_scaled")
@@ -291,7 +293,7 @@ def _label_band(ax: Axes, f: FloatFormat, mode: str, spans: dict,
                 xlim: tuple[float, float], y: float, trans: Any) -> None:
     """Write each region's name and range into its band segment where it fits."""
     fig = ax.get_figure()
-    width_in = ax.get_position().width * fig.get_figwidth() if fig is not None else 6.0
+    width_in = ax.get_position().width * fig.get_figwidth() if isinstance(fig, Figure) else 6.0
     per_binade = width_in * 72 / (xlim[1] - xlim[0])  # points per binade
     b_sub, b_norm, _ = region_edges(f)
     b_zero = rounding_edges(f, mode)[0]

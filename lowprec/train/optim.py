@@ -71,6 +71,7 @@ class SGD(_Optimizer):
 
     def _update(self, i: int, p: Tensor) -> tuple[int, int]:
         g = p.grad
+        assert g is not None, "step() only updates parameters that have a gradient"
         if self.momentum:
             v = self.velocity[i]
             v = g.copy() if v is None else self.momentum * v + g
@@ -100,6 +101,7 @@ class Adam(_Optimizer):
     def _update(self, i: int, p: Tensor) -> tuple[int, int]:
         b1, b2 = self.betas
         g = p.grad
+        assert g is not None, "step() only updates parameters that have a gradient"
         dt = p.data.dtype
         self.m[i] = self.state((b1 * self.m[i] + (1 - b1) * g).astype(dt))
         self.v[i] = self.state((b2 * self.v[i] + (1 - b2) * g * g).astype(dt))

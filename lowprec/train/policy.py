@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from .._names import did_you_mean
 from ..formats import get_format
@@ -138,14 +138,28 @@ class Policy:
     def from_dict(cls, d: dict[str, Any]) -> Policy:
         roles = ("master", "weights", "activations", "act_grads", "weight_grads",
                  "optimizer_state")
-        kw = {k: (Quant(**v) if k in roles and v is not None else v) for k, v in d.items()}
+        kw: dict[str, Any] = {k: (Quant(**v) if k in roles and v is not None else v)
+                              for k, v in d.items()}
         kw["tags"] = tuple(kw.get("tags", ()))
         return cls(**kw)
 
 
-def _everything(q: Quant) -> dict[str, Quant]:
-    return {"weights": q, "activations": q, "act_grads": q, "weight_grads": q,
-            "optimizer_state": q}
+class _Roles(TypedDict):
+    """The roles :func:`_everything` fills (``master`` stays separate)."""
+
+    weights: Quant
+    activations: Quant
+    act_grads: Quant
+    weight_grads: Quant
+    optimizer_state: Quant
+
+
+def _everything(q: Quant, *, weights: Quant | None = None,
+                optimizer_state: Quant | None = None) -> _Roles:
+    """Every role but ``master`` in ``q``, except ``weights``/``optimizer_state`` if given."""
+    return {"weights": q if weights is None else weights, "activations": q,
+            "act_grads": q, "weight_grads": q,
+            "optimizer_state": q if optimizer_state is None else optimizer_state}
 
 
 FP32 = Quant("fp32")
@@ -160,24 +174,24 @@ _PRESETS: list[Policy] = [
     Policy("fp16-master",
            "FP16 compute with an FP32 master copy but no loss scaling: updates are kept, "
            "gradients still underflow", master=FP32,
-           **{**_everything(FP16), "optimizer_state": FP32}),
+           **_everything(FP16, optimizer_state=FP32)),
     Policy("fp16-static",
            "FP32 master + a constant loss scale (2^12): gradients shifted into FP16's range",
            master=FP32, loss_scaling="static",
-           **{**_everything(FP16), "optimizer_state": FP32}),
+           **_everything(FP16, optimizer_state=FP32)),
     Policy("fp16-amp",
            "FP32 master + dynamic loss scaling (PyTorch GradScaler defaults): mixed "
            "precision as PyTorch AMP does it", master=FP32, loss_scaling="dynamic",
-           **{**_everything(FP16), "optimizer_state": FP32}),
+           **_everything(FP16, optimizer_state=FP32)),
     Policy("bf16-pure",
            "everything in bfloat16, no master copy: FP32's range, so no underflow, but "
            "8 bits of precision lose small updates", **_everything(BF16)),
     Policy("bf16-pure-sr",
            "bf16-pure with stochastic rounding of the weight update: small updates survive "
-           "on average", **{**_everything(BF16), "weights": Quant("bf16", "stochastic")}),
+           "on average", **_everything(BF16, weights=Quant("bf16", "stochastic"))),
     Policy("bf16-master",
            "bfloat16 compute with an FP32 master copy (the usual bf16 recipe, no scaling)",
-           master=FP32, **{**_everything(BF16), "optimizer_state": FP32}),
+           master=FP32, **_everything(BF16, optimizer_state=FP32)),
     Policy("fp8",
            "FP8 as in Transformer Engine: E4M3 weights and activations, E5M2 activation "
            "gradients, each with delayed per-tensor scaling; FP32 master, weight gradients "

@@ -38,25 +38,26 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
         if q.mode == "stochastic":
             return lambda x: round_to(x, fmt, "stochastic", rng=rng)
         return lambda x: round_to(x, fmt, q.mode)
-    rng_arg = {"rng": rng} if q.mode == "stochastic" else {}
+    # Only stochastic rounding draws from the generator (rng=None is the default).
+    srng = rng if q.mode == "stochastic" else None
     if q.scaling == "delayed":
         ds = scaling.DelayedScaling(q.format)
 
         def delayed(x: np.ndarray) -> np.ndarray:
-            y = ds.quantize(x, mode=q.mode, **rng_arg).dequantize()
+            y = ds.quantize(x, mode=q.mode, rng=srng).dequantize()
             ds.update()
             return np.asarray(y, dtype=x.dtype)
 
         return delayed
     if q.scaling == "nvfp4":
         def nvfp4_round(x: np.ndarray) -> np.ndarray:
-            t = nvfp4.quantize(x, axis=axis, block_size=16, mode=q.mode, **rng_arg)
+            t = nvfp4.quantize(x, axis=axis, block_size=16, mode=q.mode, rng=srng)
             return np.asarray(t.dequantize(), dtype=x.dtype)
 
         return nvfp4_round
 
     def mx_round(x: np.ndarray) -> np.ndarray:
-        t = mx.quantize(x, q.format, axis=axis, block_size=32, mode=q.mode, **rng_arg)
+        t = mx.quantize(x, q.format, axis=axis, block_size=32, mode=q.mode, rng=srng)
         return np.asarray(t.dequantize(), dtype=x.dtype)
 
     return mx_round

@@ -113,8 +113,12 @@ def save_run(result: RunResult, folder: str | Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "run.json").write_text(json.dumps(result.to_json(), indent=1) + "\n")
-    np.savez_compressed(folder / "grads.npz", **{
-        k: np.asarray(v, dtype=np.float64) for k, v in result.grads.items()})
+    # Typed Any, not ndarray: numpy's stub types savez's **kwds and its allow_pickle: bool
+    # alike, so mypy cannot tell a dict of arrays from one holding allow_pickle (gradient
+    # site names never are "allow_pickle").
+    arrays: dict[str, Any] = {k: np.asarray(v, dtype=np.float64)
+                              for k, v in result.grads.items()}
+    np.savez_compressed(folder / "grads.npz", **arrays)
     return folder
 
 

@@ -118,6 +118,7 @@ def train(
     state = (lambda x: round_to(x, state_q.format, state_q.mode, rng=round_rng
                                 if state_q.mode == "stochastic" else None)) \
         if state_q is not None and state_q.format != "fp32" else None
+    opt: SGD | Adam
     if optimizer == "sgd":
         base_lr = task.lr if lr is None else lr
         opt = SGD(net.parameters(), base_lr * 2.0**task.grad_exp, task.momentum, store=store,
@@ -213,5 +214,5 @@ def train(
         task_config={"sizes": list(task.sizes), "lr": base_lr, "momentum": task.momentum,
                      "batch_size": bs, "grad_exp": task.grad_exp, "optimizer": optimizer,
                      "n_train": int(task.x_train.shape[0]), "n_test": int(task.x_test.shape[0])},
-        grads=grads, params=[p.data.copy() for p in net.params],
+        grads=grads, params=[p.data.copy() for p in net.parameters()],
     )

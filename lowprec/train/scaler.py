@@ -24,6 +24,7 @@ Semantics follow ``torch.amp.GradScaler`` (torch/amp/grad_scaler.py and the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -33,8 +34,15 @@ from ..autograd import Tensor
 __all__ = ["GradScaler", "StaticScaler"]
 
 
+class _HasGrad(Protocol):
+    """What the scaler touches of a parameter: its gradient (a Tensor's, say)."""
+
+    grad: Any
+
+
 class _Optimizer(Protocol):
-    params: list[Tensor]
+    @property
+    def params(self) -> Sequence[_HasGrad]: ...
 
     def step(self) -> Any: ...
 

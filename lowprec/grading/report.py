@@ -1,0 +1,94 @@
+"""What the grader writes: the CSV, one feedback file per student, the class summary."""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections import Counter
+from pathlib import Path
+
+from .run import SubmissionResult
+from .spec import Exercise
+
+__all__ = ["feedback_text", "summary", "write_csv", "write_feedback"]
+
+
+def _points(p: float) -> str:
+    return f"{p:g}"
+
+
+def write_csv(results: list[SubmissionResult], exercises: list[Exercise], path: Path) -> Path:
+    """One row per submission: points per exercise, total, status and reason."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["student", *[f"ex{e.number}" for e in exercises], "total", "max",
+                    "status", "note", "variant", "seconds", "submission"])
+        for r in results:
+            w.writerow([r.student, *[_points(e.points) for e in r.exercises], _points(r.total),
+                        _points(r.max_total), r.status, r.note, r.variant,
+                        f"{r.seconds:.1f}", r.path])
+    return path
+
+
+def feedback_text(r: SubmissionResult, tutorial: str, *, reveal: bool = False) -> str:
+    """The feedback a student reads (``reveal=True``: with the right answers, for teachers)."""
+    lines = [f"# Feedback: tutorial {tutorial}, {r.student}", "",
+             f"Total: {_points(r.total)} / {_points(r.max_total)}"]
+    if r.variant:
+        lines.append(f"Your variant: {r.variant}")
+    if r.note:
+        lines.append(f"Note: {r.note}.")
+    for e in r.exercises:
+        mark = "passed" if e.passed else "not passed"
+        lines += ["", f"## Exercise {e.number}: {e.title} ({_points(e.points)} / "
+                      f"{_points(e.max_points)}, {mark})"]
+        lines += [f"- {f}" for f in e.feedback]
+        if reveal and e.solution:
+            lines += [f"- Solution: {s}" for s in e.solution]
+    return "\n".join(lines) + "\n"
+
+
+def _file_name(student: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", student).strip("._") or "student"
+
+
+def write_feedback(results: list[SubmissionResult], folder: Path, tutorial: str, *,
+                   reveal: bool = False) -> list[Path]:
+    """``folder/<student>.md`` for every submission."""
+    written = []
+    for r in results:
+        path = folder / f"{_file_name(r.student)}.md"
+        path.write_text(feedback_text(r, tutorial, reveal=reveal), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def summary(results: list[SubmissionResult], exercises: list[Exercise]) -> str:
+    """The class at a glance: per exercise, how many passed and the most common mistake."""
+    n = len(results)
+    if not n:
+        return "no submissions"
+    lines = [f"{n} submission(s); mean total {sum(r.total for r in results) / n:.2f} / "
+             f"{_points(results[0].max_total)}"]
+    worst, worst_passed = None, n + 1
+    for k, ex in enumerate(exercises):
+        got = [r.exercises[k] for r in results]
+        passed = sum(e.passed for e in got)
+        mistakes = Counter(e.mistake for e in got if not e.passed and e.mistake)
+        common = mistakes.most_common(1)
+        text = f"  Exercise {ex.number} ({ex.title}): {passed}/{n} passed"
+        if common:
+            text += f"; most common mistake ({common[0][1]}x): {common[0][0]}"
+        lines.append(text)
+        if passed < worst_passed:
+            worst, worst_passed = ex, passed
+    if worst is not None and worst_passed < n:
+        lines.append(f"Most missed: Exercise {worst.number} ({worst.title}), "
+                     f"{n - worst_passed}/{n} did not pass")
+    status = Counter(r.status for r in results)
+    lines.append("Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(status.items())))
+    times = sorted(r.seconds for r in results if r.seconds)
+    if times:
+        lines.append(f"Grading time per submission: median {times[len(times) // 2]:.1f} s, "
+                     f"max {times[-1]:.1f} s")
+    return "\n".join(lines)
