@@ -40,32 +40,41 @@ from numba import njit
 from .engine import _overflow, convert_one, decode_one
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_word
+from .u32 import U, shl, shr
 
 
 class Bits32Params(NamedTuple):
     """What the kernel needs to know about a format (and the mode's overflow rule).
 
-    numba types a NamedTuple of ints as one tuple: one compiled kernel serves
-    every format.
+    Every format feature is a number that makes one formula right for all
+    formats (a limit of 0 never matches, a mask of all ones keeps everything),
+    not a flag the kernel tests: flags combined per element would cost
+    mask-register logic that runs on one port. numba types a NamedTuple of
+    ints as one tuple: one compiled kernel serves every format.
     """
 
     mantissa_bits: int  # m
     emin_biased: int  # the format's emin + 127: first float32 exponent field of its normal range
-    max_mag: int  # largest finite code magnitude
+    max_mag: int  # largest finite code magnitude: anything above it is special
     sign_bit: int  # the code's sign bit (0: unsigned)
-    subnormals: int  # 1: exponent field 0 holds subnormals and zero
-    no_neg_zero: int  # 1: fnuz (a negative zero result is +0)
-    has_nan: int  # 1: NaN inputs have a code
+    abs_mask: int  # 0x7FFFFFFF, or all ones for unsigned formats (negatives read as NaN)
+    keep_neg_zero: int  # 1; 0 in fnuz formats (a negative zero result is +0)
+    no_nan: int  # 1: NaN inputs have no code (counted; the caller raises)
+    x0_shl: int  # 1 in formats without subnormals: a float32 subnormal's significand is x_frac << 1
+    below_bits: int  # inputs with magnitude bits below this are below the format (no subnormals)
+    no_subn_one: int  # 1 << m in formats without subnormals (their code 0 is 2**emin), else 0
     ftz_limit: int  # magnitudes below this flush to zero (0 when not flushing)
-    sub_limit: int  # magnitudes below this are subnormals needing the float trick
-    sub_exp_shift: int  # (emin - m) << 23: moves float32(r) to the subnormal's value
+    sub_limit: int  # magnitudes below this are subnormals, valued as float32(mag) * sub_scale
+    sub_scale_bits: int  # float32 bits of 2**(emin - m), the subnormals' quantum
     value_offset: int  # normal values' float32 bits = (mag + value_offset) << (23 - m)
-    zero_mag_bits: int  # float32 bits of magnitude 0 (2**-127 in e8m0, else 0)
+    zero_limit: int  # 1 in formats without subnormals: magnitude 0 is worth zero_mag_bits
+    zero_mag_bits: int  # float32 bits of magnitude 0 there (2**-127 in e8m0)
+    nan_a_zero: int  # 0 in unsigned formats (a zero input is NaN there), else never matched
     ovf_code_pos: int  # code of a positive overflow in this mode (inf, NaN or max)
     ovf_code_neg: int
     inf_code_pos: int  # code of +inf input
     inf_code_neg: int
-    nan_code_pos: int  # code of a NaN input (when has_nan)
+    nan_code_pos: int  # code of a NaN input (when it has one)
     nan_code_neg: int
     ovf_bits_pos: int  # the same results as float32 bits
     ovf_bits_neg: int
@@ -92,7 +101,7 @@ def supports(fmt: Any) -> bool:
         return False
     if fmt.has_subnormals:
         return fmt.signed and emin_b >= 1 and (emin_b == 1 or fmt.emin - m >= -126)
-    return m == 0 and emin_b >= 0
+    return m == 0 and emin_b >= 0 and (fmt.signed or fmt.has_nan)
 
 
 _QNAN_BITS = 0x7FC00000  # numpy's float32 NaN
@@ -116,10 +125,13 @@ def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
 
 @njit(cache=True, nogil=True, inline="always")
 def _unpack(q):
-    """The kernels' view of the parameters array: a Bits32Params, fields by name."""
-    return Bits32Params(q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], q[8], q[9], q[10],
-                        q[11], q[12], q[13], q[14], q[15], q[16], q[17], q[18], q[19], q[20],
-                        q[21])
+    """The kernels' view of the parameters array: a Bits32Params of uint32
+    fields (negative ones wrap, as 32-bit lanes add them)."""
+    return Bits32Params(U(q[0]), U(q[1]), U(q[2]), U(q[3]), U(q[4]), U(q[5]), U(q[6]),
+                        U(q[7]), U(q[8]), U(q[9]), U(q[10]), U(q[11]), U(q[12]),
+                        U(q[13]), U(q[14]), U(q[15]), U(q[16]), U(q[17]), U(q[18]),
+                        U(q[19]), U(q[20]), U(q[21]), U(q[22]), U(q[23]), U(q[24]),
+                        U(q[25]), U(q[26]))
 
 
 def _code_bits(P: tuple, code: int) -> int:
@@ -137,28 +149,35 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> Bits32Param
     P = format_params(fmt)
     m = fmt.mantissa_bits
     emin_b = fmt.emin + 127
-    subn = int(fmt.has_subnormals)
+    subn = fmt.has_subnormals
     specials = {}
     for name, pos_bits in (("inf", 0x7F800000), ("nan", _QNAN_BITS)):
         for sign in (1, -1):
             bits = pos_bits | (0x80000000 if sign < 0 else 0)
-            code, _, status = convert_one(P, bits, False, mode, saturate, ftz,
-                                                  np.uint64(0))
+            code, _, status = convert_one(P, bits, False, mode, saturate, ftz, np.uint64(0))
             specials[name, sign] = code if status == 0 else 0
+    if not fmt.signed:  # negative inputs (NaN among them) are NaN
+        specials["nan", -1] = specials["nan", 1]
     ovf = {sign: _overflow(P, sign < 0, mode, saturate)[0] for sign in (1, -1)}
+    subnormal_range = subn and emin_b > 1  # subnormals that are float32 normals
     return Bits32Params(
         mantissa_bits=m,
         emin_biased=emin_b,
         max_mag=fmt.max_code_magnitude,
         sign_bit=fmt.sign_mask,
-        subnormals=subn,
-        no_neg_zero=int(fmt.nan == "negzero"),
-        has_nan=int(fmt.has_nan),
+        abs_mask=0x7FFFFFFF if fmt.signed else 0xFFFFFFFF,
+        keep_neg_zero=int(fmt.nan != "negzero"),
+        no_nan=int(not fmt.has_nan),
+        x0_shl=int(not subn),
+        below_bits=0 if subn else (emin_b << 23 if emin_b else 0x00400000),
+        no_subn_one=0 if subn else 1 << m,
         ftz_limit=(1 << m) if (ftz and subn) else 0,
-        sub_limit=(1 << m) if (subn and emin_b > 1) else 0,
-        sub_exp_shift=(fmt.emin - m) << 23,
-        value_offset=(emin_b - subn) << m,
-        zero_mag_bits=_code_bits(P, 0) if not subn else 0,
+        sub_limit=(1 << m) if subnormal_range else 0,
+        sub_scale_bits=_f32_bits(2.0 ** (fmt.emin - m)) if subnormal_range else 0,
+        value_offset=(emin_b - int(subn)) << m,
+        zero_limit=int(not subn),
+        zero_mag_bits=0 if subn else _code_bits(P, 0),
+        nan_a_zero=0xFFFFFFFF if fmt.signed else 0,
         ovf_code_pos=ovf[1],
         ovf_code_neg=ovf[-1],
         inf_code_pos=specials["inf", 1],
@@ -172,6 +191,10 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> Bits32Param
     )
 
 
+def _f32_bits(value: float) -> int:
+    """The float32 bits of ``value`` (exact)."""
+    return int(np.float32(value).view(np.uint32))
+
 
 @njit(cache=True, nogil=True, inline="always")
 def _round_sig(x_sig, shift, s, mode, w):
@@ -179,98 +202,106 @@ def _round_sig(x_sig, shift, s, mode, w):
     decision, without a branch. ``mode`` is a compile-time constant.
 
     Shifts of 25 and more drop every bit of a 24-bit significand alike (the
-    value is below half a quantum), except for stochastic rounding, whose
-    probability x_sig / 2**shift is compared with the 64-bit word ``w``
-    exactly as ``round_pack`` does, however far below the quantum.
+    value is below half a quantum), so the deterministic modes clamp the shift
+    there and stay in 32-bit lanes. Stochastic rounding compares the
+    probability x_sig / 2**shift with the 64-bit word ``w`` exactly as
+    ``round_pack`` does, however far below the quantum.
     """
-    sh = min(shift, 25)
-    mask = (np.int64(1) << sh) - 1
-    kept = x_sig >> sh
-    low = x_sig & mask
-    if mode == RNE:
-        return (x_sig + (mask >> 1) + (kept & 1)) >> sh
-    if mode == RNA:
-        return (x_sig + (np.int64(1) << (sh - 1))) >> sh
-    if mode == RUP:
-        return (x_sig + mask * (1 - s)) >> sh
-    if mode == RDOWN:
-        return (x_sig + mask * s) >> sh
-    if mode == ODD:
-        return kept | np.int64(low != 0)
+    sh = min(shift, U(25))
+    mask = U(shl(U(1), sh) - U(1))
+    kept = shr(x_sig, sh)
+    if mode == RNE:  # + half a quantum, less one unless the kept bits are odd
+        return shr(U(x_sig + shr(mask, U(1)) + U(kept & U(1))), sh)
+    if mode == RNA:  # + half a quantum
+        return shr(U(x_sig + shl(U(1), U(sh - U(1)))), sh)
+    if mode == RUP:  # up unless negative
+        return shr(U(x_sig + (U(0) if s else mask)), sh)
+    if mode == RDOWN:  # up if negative
+        return shr(U(x_sig + (mask if s else U(0))), sh)
+    if mode == ODD:  # the sticky bit into the last kept bit
+        return U(kept | U(U(x_sig & mask) != U(0)))
     if mode == STOCHASTIC:
         # Up iff w < x_low * 2**(64 - shift) (exact: the comparison of the
         # top `shift` bits of w with x_low); beyond 64, iff w < ceil(x_sig / 2**(shift - 64)).
-        top = w >> np.uint64(64 - min(shift, 64))
-        up_near = top < np.uint64(low)
-        j = min(max(shift - 64, 0), 40)
-        thresh = (x_sig >> j) + np.int64((x_sig & ((np.int64(1) << j) - 1)) != 0)
+        sh64 = np.int64(shift)
+        low = np.uint64(x_sig & mask)
+        top = w >> np.uint64(64 - min(sh64, 64))
+        up_near = top < low
+        j = min(max(sh64 - 64, 0), 40)
+        x64 = np.int64(x_sig)
+        thresh = (x64 >> j) + np.int64((x64 & ((np.int64(1) << j) - 1)) != 0)
         up_far = w < np.uint64(thresh)
-        up = up_far if shift > 64 else up_near
-        return kept + np.int64(up)
+        up = up_far if sh64 > 64 else up_near
+        return U(kept + U(up))
     return kept  # RTZ
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _one(Q, b, mode, w):
-    """(code, float32 bits of its value, NaN without a code) of float32 bits ``b``."""
+    """(code, float32 bits of its value, 1 for a NaN without a code) of float32
+    bits ``b``, every step in 32-bit lanes (:mod:`.u32`)."""
+    b = U(b)
     m = Q.mantissa_bits
     emin_b = Q.emin_biased
-    subn = Q.subnormals
     # 1. Fields of the input.
-    s = b >> 31
-    a = b & 0x7FFFFFFF
-    x_exp = a >> 23
-    x_frac = a & 0x7FFFFF
+    s = shr(b, U(31))
+    a = U(b & Q.abs_mask)
+    x_exp = shr(a, U(23))
+    x_frac = U(a & U(0x7FFFFF))
     # Formats without subnormals (e8m0) read a float32 subnormal >= 2**-127 as
     # the binade of x_exp = 0 (its significand shifted up); anything smaller is
     # below their smallest value.
-    x_sig = x_frac | (np.int64(1) << 23) if x_exp != 0 else (x_frac if subn else x_frac << 1)
-    below = (subn == 0) & ((x_exp < emin_b) | ((x_exp == 0) & (x_frac < (1 << 22))))
-    # 2. Bits below the quantum.
-    extra = max(emin_b - max(x_exp, 1), 0) if subn else 0
-    shift = 23 - m + extra
-    # 3. Round; 4. the code magnitude.
+    x_sig = U(x_frac | U(0x800000)) if x_exp != U(0) else shl(x_frac, Q.x0_shl)
+    # 2. Bits below the quantum: 23 - m, and one more per binade below the
+    # format's normal range (where it has none, those inputs are below it).
+    e1 = max(x_exp, U(1))
+    shift = U(U(23) - m + U(max(emin_b, e1) - e1))
+    # 3. Round; 4. the code magnitude: binade above emin, then the rounded
+    # significand (a carry steps the exponent field by itself).
     r = _round_sig(x_sig, shift, s, mode, w)
-    binade = max(x_exp - emin_b, 0)
-    mag = (binade << m) + r - (0 if subn else (np.int64(1) << m))
-    mag = 0 if below else mag
-    mag = 0 if mag < Q.ftz_limit else mag  # flush to zero
-    # 5. Selects: sign, overflow, specials.
-    neg = (s != 0) & ((Q.no_neg_zero == 0) | (mag != 0))
-    code = mag | (Q.sign_bit if neg else 0)
-    over = mag > Q.max_mag
-    code = (Q.ovf_code_neg if s else Q.ovf_code_pos) if over else code
-    is_inf = a == 0x7F800000
-    is_nan = a > 0x7F800000
-    code = (Q.inf_code_neg if s else Q.inf_code_pos) if is_inf else code
-    code = (Q.nan_code_neg if s else Q.nan_code_pos) if is_nan else code
-    unsigned_nan = (Q.sign_bit == 0) & ((s != 0) | (a == 0))  # e8m0: negative or zero
-    code = Q.nan_code_pos if unsigned_nan else code
+    mag = U(U(shl(U(max(x_exp, emin_b) - emin_b), m) + r) - Q.no_subn_one)
+    mag = U(0) if a < Q.below_bits else mag
+    mag = U(0) if mag < Q.ftz_limit else mag  # flush to zero
+    neg = U(s & min(U(mag + Q.keep_neg_zero), U(1)))  # the result's sign
+    # 5. Special results: overflow, infinity, NaN (inputs with a > inf, which
+    # in unsigned formats includes every negative), all above max_mag.
+    is_inf = a == U(0x7F800000)
+    is_nan = a > U(0x7F800000)
+    special = mag > Q.max_mag
+    zero_nan = a == Q.nan_a_zero  # unsigned formats: zero is NaN
+    code = U(mag | U(U(U(0) - neg) & Q.sign_bit))
+    sp = Q.ovf_code_neg if s else Q.ovf_code_pos
+    sp = (Q.inf_code_neg if s else Q.inf_code_pos) if is_inf else sp
+    sp = (Q.nan_code_neg if s else Q.nan_code_pos) if is_nan else sp
+    code = sp if special else code
+    code = Q.nan_code_pos if zero_nan else code
     # The value: normal codes are the float32 bits shifted; subnormal ones are
-    # float32 subnormals too when emin_b == 1 (bf16), else float32(r) is exact
-    # and its exponent field moves by emin - m (no float arithmetic on
-    # subnormals, which is slow on x86).
-    bits = (mag + Q.value_offset) << (23 - m)
-    sub_bits = np.int64(np.float32(mag).view(np.int32)) + Q.sub_exp_shift
-    sub_bits = sub_bits if mag != 0 else 0
+    # float32(mag) times their quantum, a float32 normal (in bf16 they are
+    # float32 subnormals and the shift is right for them too).
+    bits = shl(U(mag + Q.value_offset), U(U(23) - m))
+    sub_scale = U(Q.sub_scale_bits).view(np.float32)
+    sub_bits = U(np.float32(np.float32(np.int32(mag)) * sub_scale).view(U))
     bits = sub_bits if mag < Q.sub_limit else bits
-    bits = Q.zero_mag_bits if (mag == 0) & (subn == 0) else bits
-    bits = bits | (np.int64(1) << 31 if neg else 0)
-    bits = (Q.ovf_bits_neg if s else Q.ovf_bits_pos) if over else bits
-    bits = (Q.inf_bits_neg if s else Q.inf_bits_pos) if is_inf else bits
-    bits = _QNAN_BITS if (is_nan | unsigned_nan) else bits
-    return code, bits, is_nan & (Q.has_nan == 0)
+    bits = Q.zero_mag_bits if mag < Q.zero_limit else bits
+    bits = U(bits | shl(neg, U(31)))
+    sp = Q.ovf_bits_neg if s else Q.ovf_bits_pos
+    sp = (Q.inf_bits_neg if s else Q.inf_bits_pos) if is_inf else sp
+    sp = U(_QNAN_BITS) if is_nan else sp
+    bits = sp if special else bits
+    bits = U(_QNAN_BITS) if zero_nan else bits
+    no_code = U(shr(U(U(0x7F800000) - a), U(31)) & Q.no_nan)  # a > inf, as arithmetic
+    return code, bits, no_code
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _run(q, xbits, mode, seeds, out, want_codes):
     """Every element of ``xbits`` (uint32) into ``out`` (codes, or the int32
     view of float32 values), a block of SR_BLOCK elements per stochastic seed.
-    Returns how many NaNs had no code (the caller raises)."""
+    Returns 1 if a NaN had no code (the caller raises), else 0."""
     Q = _unpack(q)
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
-    bad = 0
+    bad = U(0)
     for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
         lo = k * SR_BLOCK
         hi = min(lo + SR_BLOCK, n)
@@ -280,15 +311,15 @@ def _run(q, xbits, mode, seeds, out, want_codes):
         if want_codes:
             for j in range(hi - lo):
                 w = sr_word(seed, j) if stoch else np.uint64(0)
-                code, bits, nan_bad = _one(Q, np.int64(xs[j]), mode, w)
+                code, bits, nan_bad = _one(Q, xs[j], mode, w)
                 os_[j] = code
-                bad += nan_bad
+                bad = U(bad | nan_bad)
         else:
             for j in range(hi - lo):
                 w = sr_word(seed, j) if stoch else np.uint64(0)
-                code, bits, nan_bad = _one(Q, np.int64(xs[j]), mode, w)
-                os_[j] = np.int32(np.uint32(bits))
-                bad += nan_bad
+                code, bits, nan_bad = _one(Q, xs[j], mode, w)
+                os_[j] = np.int32(bits)
+                bad = U(bad | nan_bad)
     return bad
 
 
@@ -339,8 +370,8 @@ def round_bits32(q: np.ndarray, mode: int, xbits: np.ndarray, seeds: np.ndarray,
     """Round float32 bits ``xbits`` (uint32) into ``out`` (``q``: the
     :func:`params_array` of the same mode): codes when
     ``want_codes``, else the int32 view of float32 values. ``seeds``: one per
-    SR_BLOCK elements (stochastic; else empty). Returns the number of NaNs that
-    have no code in the format (the caller raises). Releases the GIL.
+    SR_BLOCK elements (stochastic; else empty). Returns 1 if some NaN has no
+    code in the format (the caller raises and says which), else 0. Releases the GIL.
 
     >>> import numpy as np
     >>> from lowprec import get_format
