@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--cpfloat", metavar="SRC",
                    help="CPFloat's src/ folder (header-only; see the module docstring)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the per-format summary as a Markdown table (the README's)")
     args = p.parse_args(argv)
     n = args.n or (10**6 if args.quick else 10**7)
     repeats = args.repeats or (3 if args.quick else 5)
@@ -144,6 +146,8 @@ def main(argv: list[str] | None = None) -> None:
     worst = {"fresh": float("inf"), "out=": float("inf")}
     speedup: list[float] = []
     vs_cpfloat: list[float] = []
+    # Per format, the worst over modes and data sets of each ratio (the summary table).
+    summary: dict[str, dict[str, list[float]]] = {}
     workdir = tempfile.mkdtemp(prefix="bench_round_")
     cp_exe = build_cpfloat(args.cpfloat, workdir) if args.cpfloat else None
     for name in formats:
@@ -169,10 +173,17 @@ def main(argv: list[str] | None = None) -> None:
                             return lp.round_to(x, fmt, mode, **kw)
                         r = rate(with_threads(threads, call), n, repeats)
                         rates.append(r)
+                        cell = summary.setdefault(name, {})
                         if threads == 1:
                             one_thread[mode, kind] = r
+                            cell.setdefault(kind, []).append(r / lim[kind])
+                            if kind == "fresh":
+                                cell.setdefault("rate", []).append(r)
+                                if ml and mode == "rne":
+                                    cell.setdefault("ml", []).append(r / ml)
                         elif (mode, kind) in one_thread:
                             speedup.append(r / one_thread[mode, kind])
+                            cell.setdefault("threads", []).append(r / one_thread[mode, kind])
                     ratio = min(rates) / lim[kind]
                     if threads == 1:
                         worst[kind] = min(worst[kind], ratio)
@@ -188,6 +199,8 @@ def main(argv: list[str] | None = None) -> None:
                 for mode, r in zip(args.modes, cp):
                     if r:
                         vs_cpfloat.append(one_thread[mode, "fresh"] / r)
+                        summary[name].setdefault("cpfloat", []).append(
+                            one_thread[mode, "fresh"] / r)
         print_table(head, rows[-(len(args.threads) * 2 * len(args.datasets)
                                  + (len(args.datasets) if args.cpfloat else 0)):],
                     first=name == formats[0])
@@ -202,6 +215,32 @@ def main(argv: list[str] | None = None) -> None:
         print(f"lowprec (1 thread, fresh) over CPFloat (1 thread): min {min(vs_cpfloat):.2f}x, "
               f"median {statistics.median(vs_cpfloat):.2f}x (target >= 1)")
     print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(markdown(summary, n, args, load))
+        print(f"summary table written to {args.markdown}")
+
+
+def markdown(summary: dict[str, dict[str, list[float]]], n: int, args: argparse.Namespace,
+             load: str) -> str:
+    """The per-format summary: the worst (smallest) ratio over every mode and data
+    set, one thread unless said; the README's speed table."""
+    def worst(cell: dict[str, list[float]], key: str, fmt: str = "{:.2f}x") -> str:
+        return fmt.format(min(cell[key])) if cell.get(key) else "-"
+
+    lines = [f"`round_to` on {n:,} float32 values, modes {', '.join(args.modes)}, data "
+             f"{', '.join(args.datasets)}; each cell is the worst over them (load average "
+             f"{load} at the start).", "",
+             "| format | M values/s (fresh, 1 thread) | fresh / `astype` | `out=` / `copyto` "
+             "| 2 threads / 1 | `rne` / ml_dtypes | / CPFloat (1 thread) |",
+             "|---|---|---|---|---|---|---|"]
+    for name, cell in summary.items():
+        rate_lo = min(cell["rate"]) if cell.get("rate") else 0
+        rate_hi = max(cell["rate"]) if cell.get("rate") else 0
+        lines.append(f"| {name} | {rate_lo:.0f}–{rate_hi:.0f} | {worst(cell, 'fresh')} | "
+                     f"{worst(cell, 'out=')} | {worst(cell, 'threads')} | {worst(cell, 'ml')} | "
+                     f"{worst(cell, 'cpfloat')} |")
+    return "\n".join(lines) + "\n"
 
 
 def print_table(head: list[str], rows: list[list[str]], first: bool) -> None:

@@ -58,7 +58,7 @@ import numpy as np
 from ._kernels import arith, arith_fast, bits32, params, sr
 from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
 from .formats import FloatFormat, get_format, reference_dtype
-from .rounding import check_mode, decode, encode
+from .rounding import _check_out, check_mode, decode, encode
 
 __all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
 
@@ -121,8 +121,8 @@ def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> n
     flat = np.ascontiguousarray(values).reshape(-1)
     xb = flat.view(np.uint32)
     codes = np.empty(flat.shape, fmt.code_dtype)
-    q = bits32.params_array(fmt, params.RTZ, False, False)
-    no_nan_code = bits32.round_bits32(q, params.RTZ, xb, np.empty(0, np.uint64), codes, True)
+    kernel, q = bits32.kernel_for(fmt, params.RTZ, False, False)
+    no_nan_code = kernel(q, xb, np.empty(0, np.uint64), codes, True)
     back = decode(codes, fmt)
     with np.errstate(invalid="ignore"):
         ok = back == flat
@@ -130,6 +130,8 @@ def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> n
         ok |= np.isnan(flat)
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
+        if np.isnan(flat[bad]):
+            raise ValueError(f"operand {name}: element {bad} is NaN, and {fmt.name} has no NaN")
         raise ValueError(
             f"operand {name}: element {bad} ({float(flat[bad])!r}) is not a value of {fmt.name}; "
             f"round it first, e.g. lowprec.round_to(x, {fmt.name!r})"
@@ -138,7 +140,7 @@ def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> n
 
 
 def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnormals: bool,
-           flags: bool, rng: Any, codes: bool) -> Any:
+           flags: bool, rng: Any, codes: bool, into: Any = None) -> Any:
     fmt = _check_format(fmt)
     mode = check_mode(mode)
     stochastic = mode == "stochastic"
@@ -170,10 +172,17 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
         result = decode(out, fmt)
         if kinds <= {"f32", "own"} and "f32" in kinds and fmt.fits_float32:
             result = result.astype(np.float32)
-    if scalar:
+    if into is not None:  # out=, numpy's convention: written in place and returned
+        np.copyto(_check_out(into, result.shape, result.dtype, _OP_NAMES[op]), result)
+        result = into
+    elif scalar:
         result = result[()]
         flag_arr = flag_arr[()] if flags else flag_arr
     return (result, flag_arr) if flags else result
+
+
+_OP_NAMES = {arith.ADD: "add", arith.SUB: "sub", arith.MUL: "mul", arith.DIV: "div",
+             arith.SQRT: "sqrt", arith.FMA: "fma"}
 
 
 def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
@@ -298,50 +307,52 @@ _DOC_ARGS = """
         ``stochastic``); saturate: clamp overflow to ±max; subnormals: False
         flushes subnormal results to zero; flags: also return the IEEE flags;
         rng: Generator or seed for ``stochastic`` (one 64-bit word per element);
-        codes: operands and result are bit patterns instead of values.
+        codes: operands and result are bit patterns instead of values;
+        out: an existing array of the result's shape and dtype to write it
+        into (returned), as in numpy.
 """
 
 
 def add(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a + b, correctly rounded in ``fmt``."""
-    return _apply(arith.ADD, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.ADD, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def sub(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a - b, correctly rounded in ``fmt``."""
-    return _apply(arith.SUB, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.SUB, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def mul(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a * b, correctly rounded in ``fmt``."""
-    return _apply(arith.MUL, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.MUL, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def div(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a / b, correctly rounded in ``fmt``."""
-    return _apply(arith.DIV, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.DIV, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def sqrt(a: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
          subnormals: bool = True, flags: bool = False, rng: Any = None,
-         codes: bool = False) -> Any:
+         codes: bool = False, out: np.ndarray | None = None) -> Any:
     """Square root of a, correctly rounded in ``fmt``."""
-    return _apply(arith.SQRT, (a,), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.SQRT, (a,), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def fma(a: Any, b: Any, c: Any, fmt: FloatFormat | str, mode: str = "rne", *,
         saturate: bool = False, subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a * b + c with a single rounding in ``fmt`` (fused multiply-add)."""
-    return _apply(arith.FMA, (a, b, c), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.FMA, (a, b, c), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 for _f in (add, sub, mul, div, sqrt, fma):

@@ -81,8 +81,8 @@ def _small_kernel(fmt: FloatFormat | str, mode: str, saturate: bool, subnormals:
     m = params.MODE_INT[check_mode(mode)]
     if m == params.STOCHASTIC or not bits32.supports(f):
         return None
-    q = bits32.params_array(f, m, bool(saturate), not subnormals)
-    return bits32.KERNELS[m], q, (f.code_dtype if to_codes else np.dtype(np.float32))
+    kernel, q = bits32.kernel_for(f, m, bool(saturate), not subnormals)
+    return kernel, q, (f.code_dtype if to_codes else np.dtype(np.float32))
 
 
 def _small(x: Any, fmt: Any, mode: str, saturate: bool, subnormals: bool,

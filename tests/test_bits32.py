@@ -1,4 +1,5 @@
-"""The branch-free float32 kernel (lowprec/_kernels/bits32.py) against the
+"""The branch-free float32 kernels (lowprec/_kernels/bits32.py, every format and
+mode, and bits32_direct.py, the usual formats in the deterministic modes) against the
 reference engine (``convert.to_codes(..., path="reference")``: ``convert_one`` ->
 ``round_pack`` for every element).
 
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec._kernels import bits32, convert
+from lowprec._kernels import bits32, bits32_direct, convert
 from lowprec._kernels.params import MODE_INT, RNE
 from lowprec._kernels.sr import SR_BLOCK
 from lowprec.formats import custom_format
@@ -100,3 +101,51 @@ def test_bits32_reports_nans_without_a_code(fmt):
 def test_bits32_supports_every_small_format_but_not_fp32():
     assert all(bits32.supports(f) for f in FORMATS)
     assert not bits32.supports(lp.get_format("fp32"))
+
+
+DIRECT_FORMATS = [f for f in FORMATS if bits32_direct.supports(f)]
+
+
+@pytest.mark.parametrize("f", DIRECT_FORMATS, ids=lambda f: f.name)
+def test_bits32_direct_equals_round_pack(f):
+    xb = _inputs(f)
+    if not f.has_nan:
+        xb = xb[~np.isnan(xb.view(np.float32))]
+    for mode in bits32_direct.DIRECT_MODES:
+        for saturate, ftz in ((False, False), (True, False), (False, True)):
+            kernel, q = bits32.kernel_for(f, mode, saturate, ftz)
+            assert kernel is bits32_direct.KERNELS[mode]
+            ref = _reference(f, xb, mode, saturate, ftz, NO_SEEDS)
+            codes = np.empty(xb.shape, f.code_dtype)
+            assert kernel(q, xb, NO_SEEDS, codes, True) == 0
+            bad = np.flatnonzero(codes != ref)
+            assert bad.size == 0, (
+                f"{f.name} mode {mode} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
+                f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
+                f"round_pack {int(ref[bad[0]]):#x}")
+            vals = np.empty(xb.shape, np.int32)
+            assert kernel(q, xb, NO_SEEDS, vals, False) == 0
+            want = lp.decode(ref, f).astype(np.float32).view(np.int32)
+            bad = np.flatnonzero(vals != want)
+            assert bad.size == 0, (
+                f"{f.name} mode {mode}: values differ at x bits {xb[bad[0]]:#010x}: "
+                f"kernel {np.int32(vals[bad[0]]).view(np.float32)!r}, "
+                f"round_pack {np.int32(want[bad[0]]).view(np.float32)!r}")
+
+
+def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
+    small = {f.name for f in lp.FORMATS.values() if f.width <= 19}
+    assert {f.name for f in DIRECT_FORMATS} >= small - {"e8m0"}
+    assert not bits32_direct.supports(lp.get_format("e8m0"))
+    assert bits32.kernel_for(lp.get_format("fp16"), MODE_INT["stochastic"], False, False)[0] \
+        is bits32.KERNELS[MODE_INT["stochastic"]]
+
+
+@pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])
+def test_bits32_direct_reports_nans_without_a_code(fmt):
+    f = lp.get_format(fmt)
+    x = np.array([1.0, np.nan, 2.0, -np.inf], np.float32)
+    out = np.empty(x.shape, f.code_dtype)
+    kernel, q = bits32.kernel_for(f, RNE, False, False)
+    assert kernel(q, x.view(np.uint32), NO_SEEDS, out, True) == 1
+    assert kernel(q, x[[0, 2, 3]].view(np.uint32), NO_SEEDS, out[:3], True) == 0

@@ -150,3 +150,32 @@ def test_float64_through_float32_rounded_to_odd(fmt):
         got = lp.round_to(x, fmt, mode)
         assert got.dtype == np.float64
         np.testing.assert_array_equal(got, lp.decode(ref, fmt), err_msg=f"{fmt} {mode}")
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "fma", "sqrt"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_arith_out_is_written_and_returned(op, dtype):
+    rng = np.random.default_rng(3)
+    fn = getattr(lp, op)
+    args = [np.abs(lp.round_to(rng.standard_normal((3, 50)).astype(dtype), "bf16"))
+            for _ in range(3 if op == "fma" else 1 if op == "sqrt" else 2)]
+    want = fn(*args, "bf16", mode="rtz")
+    buf = np.full(want.shape, -7.0, want.dtype)
+    got = fn(*args, "bf16", mode="rtz", out=buf)
+    assert got is buf
+    np.testing.assert_array_equal(buf.view(np.uint8), want.view(np.uint8))
+    codes = np.zeros(want.shape, lp.get_format("bf16").code_dtype)
+    assert fn(*args, "bf16", mode="rtz", codes=False, out=np.empty_like(want)).dtype == want.dtype
+    c_args = [lp.encode(a, "bf16") for a in args]
+    assert fn(*c_args, "bf16", mode="rtz", codes=True, out=codes) is codes
+    np.testing.assert_array_equal(codes, lp.encode(want, "bf16"))
+
+
+def test_arith_out_must_match():
+    a = np.ones(4, np.float32)
+    with pytest.raises(ValueError, match=r"out has shape \(5,\) and dtype float32; add needs shape \(4,\)"):
+        lp.add(a, a, "fp16", out=np.empty(5, np.float32))
+    with pytest.raises(ValueError, match="dtype float32"):
+        lp.mul(a, a, "fp16", out=np.empty(4, np.float64))
+    with pytest.raises(TypeError, match="out must be a numpy array"):
+        lp.add(a, a, "fp16", out=[0.0] * 4)

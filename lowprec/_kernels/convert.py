@@ -160,8 +160,8 @@ def _bits32(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: b
             ftz: bool, seeds: np.ndarray, want_codes: bool) -> tuple[int, int]:
     """bits32.round_bits32, answering like the other kernels: the index of the
     first NaN when the format has none, else (-1, 0)."""
-    q = bits32.params_array(fmt, mode, saturate, ftz)
-    if bits32.round_bits32(q, mode, xbits, seeds, out, want_codes) == 0:
+    kernel, q = bits32.kernel_for(fmt, mode, saturate, ftz)
+    if kernel(q, xbits, seeds, out, want_codes) == 0:
         return -1, 0
     return int(np.flatnonzero(np.isnan(xbits.view(np.float32)))[0]), INVALID_NAN
 
