@@ -119,10 +119,9 @@ def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> n
     this replaces, so signalling ones are taken too), an infinity only in
     formats with them."""
     flat = np.ascontiguousarray(values).reshape(-1)
-    xb = flat.view(np.uint32)
     codes = np.empty(flat.shape, fmt.code_dtype)
     kernel, q = bits32.kernel_for(fmt, params.RTZ, False, False)
-    no_nan_code = kernel(q, xb, np.empty(0, np.uint64), codes, True)
+    no_nan_code = kernel(q, flat, np.empty(0, np.uint64), codes, True)
     back = decode(codes, fmt)
     with np.errstate(invalid="ignore"):
         ok = back == flat

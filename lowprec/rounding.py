@@ -93,22 +93,38 @@ def _small(x: Any, fmt: Any, mode: str, saturate: bool, subnormals: bool,
     None where it does not apply; :func:`_convert` then does everything,
     errors included."""
     if not (type(x) is np.ndarray and x.dtype == np.float32 and x.size < _SPLIT_MIN
-            and x.flags.c_contiguous and isinstance(fmt, (str, FloatFormat))
-            and isinstance(mode, str)):
+            and x.flags.c_contiguous):
         return None
+    try:
+        found = _SMALL[fmt, mode, saturate, subnormals, to_codes]
+    except KeyError:
+        found = _small_found(fmt, mode, saturate, subnormals, to_codes)
+    except TypeError:  # unhashable arguments: _convert says what is wrong
+        return None
+    if found is None:
+        return None
+    kernel, q, dtype = found
+    flat = x if x.ndim == 1 else x.reshape(-1)
+    out = np.empty(flat.shape[0], dtype)
+    if kernel(q, flat, _NO_SEEDS, out, to_codes):
+        return None  # a NaN without a code: _convert says which
+    return out if x.ndim == 1 else out.reshape(x.shape)
+
+
+_SMALL: dict[tuple, tuple | None] = {}
+
+
+def _small_found(fmt: Any, mode: Any, saturate: Any, subnormals: Any,
+                 to_codes: bool) -> tuple | None:
+    """_small_kernel for a new combination of arguments, remembered in _SMALL
+    (None where the path does not apply or the arguments are wrong)."""
     try:
         found = _small_kernel(fmt, mode, saturate, subnormals, to_codes)
     except (ValueError, KeyError, TypeError):
         return None  # _convert raises the proper error
-    if found is None:
-        return None
-    kernel, q, dtype = found
-    out = np.empty(x.shape, dtype)
-    o = out.reshape(-1)
-    if kernel(q, x.reshape(-1).view(np.uint32), _NO_SEEDS, o if to_codes else o.view(np.int32),
-              to_codes):
-        return None  # a NaN without a code: _convert says which
-    return out
+    if len(_SMALL) < 512:
+        _SMALL[fmt, mode, saturate, subnormals, to_codes] = found
+    return found
 
 
 def _check_out(out: Any, shape: tuple, dtype: Any, what: str) -> np.ndarray:

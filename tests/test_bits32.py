@@ -72,14 +72,15 @@ def test_bits32_equals_round_pack(f):
             q = bits32.params_array(f, mode, saturate, ftz)
             ref = _reference(f, xb, mode, saturate, ftz, s)
             codes = np.empty(xb.shape, f.code_dtype)
-            assert bits32.round_bits32(q, mode, xb, s, codes, True) == 0
+            assert bits32.round_bits32(q, mode, xb.view(np.float32), s, codes, True) == 0
             bad = np.flatnonzero(codes != ref)
             assert bad.size == 0, (
                 f"{fmt} {mode_name} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
                 f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
                 f"round_pack {int(ref[bad[0]]):#x}")
-            vals = np.empty(xb.shape, np.int32)
-            assert bits32.round_bits32(q, mode, xb, s, vals, False) == 0
+            vals = np.empty(xb.shape, np.float32)
+            assert bits32.round_bits32(q, mode, xb.view(np.float32), s, vals, False) == 0
+            vals = vals.view(np.int32)
             want = lp.decode(ref, f).astype(np.float32).view(np.int32)
             bad = np.flatnonzero(vals != want)
             assert bad.size == 0, (
@@ -94,8 +95,8 @@ def test_bits32_reports_nans_without_a_code(fmt):
     x = np.array([1.0, np.nan, 2.0, -np.nan, np.inf], np.float32)
     out = np.empty(x.shape, f.code_dtype)
     q = bits32.params_array(f, RNE, False, False)
-    assert bits32.round_bits32(q, RNE, x.view(np.uint32), NO_SEEDS, out, True) == 1
-    assert bits32.round_bits32(q, RNE, x[[0, 2, 4]].view(np.uint32), NO_SEEDS, out[:3], True) == 0
+    assert bits32.round_bits32(q, RNE, x, NO_SEEDS, out, True) == 1
+    assert bits32.round_bits32(q, RNE, x[[0, 2, 4]], NO_SEEDS, out[:3], True) == 0
 
 
 def test_bits32_supports_every_small_format_but_not_fp32():
@@ -117,14 +118,15 @@ def test_bits32_direct_equals_round_pack(f):
             assert kernel is bits32_direct.KERNELS[mode]
             ref = _reference(f, xb, mode, saturate, ftz, NO_SEEDS)
             codes = np.empty(xb.shape, f.code_dtype)
-            assert kernel(q, xb, NO_SEEDS, codes, True) == 0
+            assert kernel(q, xb.view(np.float32), NO_SEEDS, codes, True) == 0
             bad = np.flatnonzero(codes != ref)
             assert bad.size == 0, (
                 f"{f.name} mode {mode} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
                 f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
                 f"round_pack {int(ref[bad[0]]):#x}")
-            vals = np.empty(xb.shape, np.int32)
-            assert kernel(q, xb, NO_SEEDS, vals, False) == 0
+            vals = np.empty(xb.shape, np.float32)
+            assert kernel(q, xb.view(np.float32), NO_SEEDS, vals, False) == 0
+            vals = vals.view(np.int32)
             want = lp.decode(ref, f).astype(np.float32).view(np.int32)
             bad = np.flatnonzero(vals != want)
             assert bad.size == 0, (
@@ -147,5 +149,5 @@ def test_bits32_direct_reports_nans_without_a_code(fmt):
     x = np.array([1.0, np.nan, 2.0, -np.inf], np.float32)
     out = np.empty(x.shape, f.code_dtype)
     kernel, q = bits32.kernel_for(f, RNE, False, False)
-    assert kernel(q, x.view(np.uint32), NO_SEEDS, out, True) == 1
-    assert kernel(q, x[[0, 2, 3]].view(np.uint32), NO_SEEDS, out[:3], True) == 0
+    assert kernel(q, x, NO_SEEDS, out, True) == 1
+    assert kernel(q, x[[0, 2, 3]], NO_SEEDS, out[:3], True) == 0

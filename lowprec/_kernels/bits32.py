@@ -300,6 +300,7 @@ def _run(q, xbits, mode, seeds, out, want_codes):
     view of float32 values), a block of SR_BLOCK elements per stochastic seed.
     Returns 1 if a NaN had no code (the caller raises), else 0."""
     Q = _unpack(q)
+    xbits = xbits.view(np.uint32)  # float32 values or their bits
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
     bad = U(0)
@@ -316,10 +317,11 @@ def _run(q, xbits, mode, seeds, out, want_codes):
                 os_[j] = code
                 bad = U(bad | nan_bad)
         else:
+            ob = os_.view(np.int32)  # out: float32 (or its int32 view)
             for j in range(hi - lo):
                 w = sr_word(seed, j) if stoch else np.uint64(0)
                 code, bits, nan_bad = _one(Q, xs[j], mode, w)
-                os_[j] = np.int32(bits)
+                ob[j] = np.int32(bits)
                 bad = U(bad | nan_bad)
     return bad
 
@@ -395,9 +397,9 @@ _FOR: dict[tuple, tuple[Any, np.ndarray]] = {}
 
 def round_bits32(q: np.ndarray, mode: int, xbits: np.ndarray, seeds: np.ndarray,
                  out: np.ndarray, want_codes: bool) -> int:
-    """Round float32 bits ``xbits`` (uint32) into ``out`` (``q``: the
+    """Round float32 ``xbits`` (values, or their bits as uint32) into ``out`` (``q``: the
     :func:`params_array` of the same mode): codes when
-    ``want_codes``, else the int32 view of float32 values. ``seeds``: one per
+    ``want_codes``, else float32 values (or their int32 view). ``seeds``: one per
     SR_BLOCK elements (stochastic; else empty). Returns 1 if some NaN has no
     code in the format (the caller raises and says which), else 0. Releases the GIL.
 
@@ -406,7 +408,7 @@ def round_bits32(q: np.ndarray, mode: int, xbits: np.ndarray, seeds: np.ndarray,
     >>> q = params_array(get_format("fp4_e2m1"), RNE, False, False)
     >>> x = np.array([0.3, 2.6, 100.0, -np.inf], np.float32)
     >>> out = np.empty(4, np.uint8)
-    >>> round_bits32(q, RNE, x.view(np.uint32), np.empty(0, np.uint64), out, True)
+    >>> round_bits32(q, RNE, x, np.empty(0, np.uint64), out, True)
     0
     >>> [hex(c) for c in out]
     ['0x1', '0x5', '0x7', '0xf']

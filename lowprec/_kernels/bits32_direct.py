@@ -248,13 +248,14 @@ def _direct_one(F, b, mode):
 
 def _make(mode: int):
     """The kernel for one rounding ``mode`` (a closure constant to numba, so the
-    loop is branch-free): kernel(q, xbits, seeds, out, want_codes) -> 1 if a
+    loop is branch-free): kernel(q, x, seeds, out, want_codes) -> 1 if a
     NaN has no code in the format, else 0; ``seeds`` is unused. Compiled on
     first use."""
 
     @njit(cache=True, nogil=True)
-    def kernel(q, xbits, seeds, out, want_codes):
+    def kernel(q, x, seeds, out, want_codes):
         F = _unpack(q)
+        xbits = x.view(np.uint32)  # x: float32 values or their bits
         amax = U(0)  # the largest magnitude seen: a NaN is above inf's
         if want_codes:
             for i in range(xbits.shape[0]):
@@ -263,10 +264,11 @@ def _make(mode: int):
                 out[i] = code
                 amax = max(amax, U(b & U(0x7FFFFFFF)))
         else:
+            out_bits = out.view(np.int32)  # out: float32 (or its int32 view)
             for i in range(xbits.shape[0]):
                 b = U(xbits[i])
                 bits, code = _direct_one(F, b, mode)
-                out[i] = np.int32(bits)
+                out_bits[i] = np.int32(bits)
                 amax = max(amax, U(b & U(0x7FFFFFFF)))
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 

@@ -138,7 +138,7 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
     if kind == "odd64":
         return _odd64(fmt, xbits, mode, out, saturate, ftz)
     if kind == "bits32":
-        return _bits32(fmt, xbits, mode, out.view(np.int32), saturate, ftz, seeds, False)
+        return _bits32(fmt, xbits, mode, out, saturate, ftz, seeds, False)
     if kind == "vec32":
         return vec32_kernel(P, xbits, mode, saturate, seeds, out.view(np.int32),
                             np.empty(0, fmt.code_dtype), 0)
@@ -158,12 +158,15 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
 
 def _bits32(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: bool,
             ftz: bool, seeds: np.ndarray, want_codes: bool) -> tuple[int, int]:
-    """bits32.round_bits32, answering like the other kernels: the index of the
-    first NaN when the format has none, else (-1, 0)."""
+    """The bits32 kernels (:func:`bits32.kernel_for`), answering like the other
+    kernels: the index of the first NaN when the format has none, else (-1, 0).
+    They take float32 arrays in and out (values) or codes out, one signature
+    for every caller."""
     kernel, q = bits32.kernel_for(fmt, mode, saturate, ftz)
-    if kernel(q, xbits, seeds, out, want_codes) == 0:
+    x = xbits.view(np.float32)
+    if kernel(q, x, seeds, out, want_codes) == 0:
         return -1, 0
-    return int(np.flatnonzero(np.isnan(xbits.view(np.float32)))[0]), INVALID_NAN
+    return int(np.flatnonzero(np.isnan(x))[0]), INVALID_NAN
 
 
 def _odd64(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: bool,
@@ -174,9 +177,9 @@ def _odd64(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: bo
     odd64.to_float32_odd(xbits.view(np.float64), x32)
     if out.dtype.kind in "iu":
         return _bits32(fmt, x32, mode, out, saturate, ftz, _NO_WORDS, True)
-    vals = np.empty(xbits.shape[0], np.int32)
+    vals = np.empty(xbits.shape[0], np.float32)
     res = _bits32(fmt, x32, mode, vals, saturate, ftz, _NO_WORDS, False)
-    out[:] = vals.view(np.float32)
+    out[:] = vals
     return res
 
 
