@@ -55,7 +55,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import arith, arith_fast, bits32, params, sr
+from ._kernels import arith, arith_fast, bits32, convert, params, sr
 from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
 from .formats import FloatFormat, get_format, reference_dtype
 from .rounding import _check_out, check_mode, decode, encode
@@ -120,7 +120,7 @@ def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> n
     formats with them."""
     flat = np.ascontiguousarray(values).reshape(-1)
     codes = np.empty(flat.shape, fmt.code_dtype)
-    kernel, q = bits32.kernel_for(fmt, params.RTZ, False, False)
+    kernel, q = convert.kernel_for(fmt, params.RTZ, False, False)
     no_nan_code = kernel(q, flat, np.empty(0, np.uint64), codes, True)
     back = decode(codes, fmt)
     with np.errstate(invalid="ignore"):

@@ -81,7 +81,7 @@ def _small_kernel(fmt: FloatFormat | str, mode: str, saturate: bool, subnormals:
     m = params.MODE_INT[check_mode(mode)]
     if m == params.STOCHASTIC or not bits32.supports(f):
         return None
-    kernel, q = bits32.kernel_for(f, m, bool(saturate), not subnormals)
+    kernel, q = convert.kernel_for(f, m, bool(saturate), not subnormals)
     return kernel, q, (f.code_dtype if to_codes else np.dtype(np.float32))
 
 

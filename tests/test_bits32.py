@@ -112,20 +112,23 @@ def test_bits32_direct_equals_round_pack(f):
     xb = _inputs(f)
     if not f.has_nan:
         xb = xb[~np.isnan(xb.view(np.float32))]
+    seeds = np.random.default_rng(8).integers(0, 2**64, -(-xb.size // SR_BLOCK),
+                                              dtype=np.uint64)
     for mode in bits32_direct.DIRECT_MODES:
+        s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
         for saturate, ftz in ((False, False), (True, False), (False, True)):
-            kernel, q = bits32.kernel_for(f, mode, saturate, ftz)
+            kernel, q = convert.kernel_for(f, mode, saturate, ftz)
             assert kernel is bits32_direct.KERNELS[mode]
-            ref = _reference(f, xb, mode, saturate, ftz, NO_SEEDS)
+            ref = _reference(f, xb, mode, saturate, ftz, s)
             codes = np.empty(xb.shape, f.code_dtype)
-            assert kernel(q, xb.view(np.float32), NO_SEEDS, codes, True) == 0
+            assert kernel(q, xb.view(np.float32), s, codes, True) == 0
             bad = np.flatnonzero(codes != ref)
             assert bad.size == 0, (
                 f"{f.name} mode {mode} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
                 f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
                 f"round_pack {int(ref[bad[0]]):#x}")
             vals = np.empty(xb.shape, np.float32)
-            assert kernel(q, xb.view(np.float32), NO_SEEDS, vals, False) == 0
+            assert kernel(q, xb.view(np.float32), s, vals, False) == 0
             vals = vals.view(np.int32)
             want = lp.decode(ref, f).astype(np.float32).view(np.int32)
             bad = np.flatnonzero(vals != want)
@@ -139,7 +142,8 @@ def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
     small = {f.name for f in lp.FORMATS.values() if f.width <= 19}
     assert {f.name for f in DIRECT_FORMATS} >= small - {"e8m0"}
     assert not bits32_direct.supports(lp.get_format("e8m0"))
-    assert bits32.kernel_for(lp.get_format("fp16"), MODE_INT["stochastic"], False, False)[0] \
+    e8m0 = lp.get_format("e8m0")
+    assert convert.kernel_for(e8m0, MODE_INT["stochastic"], False, False)[0] \
         is bits32.KERNELS[MODE_INT["stochastic"]]
 
 
@@ -148,6 +152,6 @@ def test_bits32_direct_reports_nans_without_a_code(fmt):
     f = lp.get_format(fmt)
     x = np.array([1.0, np.nan, 2.0, -np.inf], np.float32)
     out = np.empty(x.shape, f.code_dtype)
-    kernel, q = bits32.kernel_for(f, RNE, False, False)
+    kernel, q = convert.kernel_for(f, RNE, False, False)
     assert kernel(q, x, NO_SEEDS, out, True) == 1
     assert kernel(q, x[[0, 2, 3]], NO_SEEDS, out[:3], True) == 0

@@ -37,7 +37,6 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from . import bits32_direct
 from .engine import _overflow, convert_one, decode_one
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_word
@@ -366,33 +365,6 @@ def _k_stochastic(q, xbits, seeds, out, want_codes):
 
 
 KERNELS = (_k_rne, _k_rna, _k_rtz, _k_rup, _k_rdown, _k_odd, _k_stochastic)
-
-
-def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool) -> tuple[Any, np.ndarray]:
-    """(kernel, params array) of the fastest float32-bits kernel for ``fmt`` in
-    ``mode``: :mod:`.bits32_direct` where it applies (the usual formats, the
-    deterministic modes), else this module's. Either is called as
-    ``kernel(q, xbits, seeds, out, want_codes)`` and returns 1 if a NaN has no
-    code in the format, else 0 (cached per format and mode).
-
-    >>> from lowprec import get_format
-    >>> kernel_for(get_format("fp16"), RNE, False, False)[0] is bits32_direct.KERNELS[RNE]
-    True
-    >>> kernel_for(get_format("e8m0"), RNE, False, False)[0] is KERNELS[RNE]
-    True
-    """
-    key = (fmt, mode, bool(saturate), bool(ftz))
-    found = _FOR.get(key)
-    if found is None:
-        if mode in bits32_direct.KERNELS and bits32_direct.supports(fmt):
-            found = bits32_direct.KERNELS[mode], bits32_direct.params_array(fmt, mode, saturate, ftz)
-        else:
-            found = KERNELS[mode], params_array(fmt, mode, saturate, ftz)
-        _FOR[key] = found
-    return found
-
-
-_FOR: dict[tuple, tuple[Any, np.ndarray]] = {}
 
 
 def round_bits32(q: np.ndarray, mode: int, xbits: np.ndarray, seeds: np.ndarray,

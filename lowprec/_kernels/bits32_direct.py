@@ -2,9 +2,9 @@
 
 :mod:`.bits32` rounds the 24-bit significand of each input and builds the
 result's code and value from scratch, which works for every format and mode.
-For the usual formats (signed, with subnormals and at least one mantissa bit)
-and the deterministic modes, the result's float32 bits can be had from the
-input's bits directly, in about half the instructions:
+For the usual formats (signed, with subnormals and at least one mantissa bit),
+in every mode, the result's float32 bits can be had from the input's bits
+directly, in about half the instructions:
 
     float32 bits a = [ exponent | fraction ]          (the magnitude, sign apart)
 
@@ -18,7 +18,8 @@ input's bits directly, in about half the instructions:
 
 That holds while the lowest kept bit is a fraction bit (sh <= 22, inputs of at
 least twice the smallest subnormal q). Below, the result is 0, q or 2q, and
-each mode's choice is two comparisons with constants. Overflow, infinity, NaN
+each mode's choice is two comparisons with constants (stochastic rounding
+compares its word with the exact probability, as :mod:`.bits32` does). Overflow, infinity, NaN
 and flush-to-zero are selects; nothing leaves the loop. The codes follow from
 the rounded bits: a shift in the normal range, a product by 1/q below it.
 
@@ -33,14 +34,16 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
+from .bits32 import _round_sig
 from .engine import _overflow, convert_one, decode_one
-from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, format_params
+from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
+from .sr import SR_BLOCK, sr_word
 from .u32 import U, shl, shr
 
 __all__ = ["DIRECT_MODES", "KERNELS", "params_array", "supports"]
 
-#: The modes this kernel has (stochastic rounding takes :mod:`.bits32`).
-DIRECT_MODES = (RNE, RNA, RTZ, RUP, RDOWN, ODD)
+#: The modes this kernel has: all seven.
+DIRECT_MODES = (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC)
 
 _INF = 0x7F800000
 _QNAN = 0x7FC00000  # numpy's float32 NaN
@@ -175,9 +178,14 @@ def _unpack(q):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _round_bits(a, s, sh, mode):
+def _round_bits(a, s, sh, mode, w):
     """The magnitude bits ``a`` rounded at bit ``sh`` (1 <= sh <= 22) in ``mode``
-    (a compile-time constant); ``s``: 1 for a negative input."""
+    (a compile-time constant); ``s``: 1 for a negative input; ``w``: the
+    stochastic-rounding word."""
+    if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
+        mask = U(shl(U(1), sh) - U(1))
+        up = (w >> np.uint64(64 - np.int64(sh))) < np.uint64(a & mask)
+        return U(U(a & U(~mask)) + shl(U(up), sh))
     if mode == RTZ:
         return shl(shr(a, sh), sh)
     if mode == RNA:  # + half a quantum
@@ -195,9 +203,14 @@ def _round_bits(a, s, sh, mode):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _round_tiny(a, s, F, mode):
+def _round_tiny(a, s, F, mode, w):
     """The rounded magnitude of a tiny input (``a`` below 2q): 0, q or 2q."""
     q = F.q_bits
+    if mode == STOCHASTIC:  # the exact probability, however far below q (bits32's rule)
+        x_exp = shr(a, U(23))
+        x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
+        r = _round_sig(x_sig, U(F.sh_top - max(x_exp, U(1))), s, mode, w)
+        return q if r == U(1) else (F.two_q_bits if r == U(2) else U(0))
     if mode == RNE:  # a tie below q goes to 0 (even); a tie above it to 2q (q is odd)
         t = q if a > F.half_q_bits else U(0)
         return F.two_q_bits if a >= F.one_half_q_bits else t
@@ -214,14 +227,14 @@ def _round_tiny(a, s, F, mode):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _direct_one(F, b, mode):
-    """(magnitude bits of the rounded value, its full float32 bits, its code)
-    of float32 bits ``b``."""
+def _direct_one(F, b, mode, w):
+    """(full float32 bits of the rounded value, its code) of float32 bits
+    ``b`` (``w``: the stochastic-rounding word)."""
     a = U(b & U(0x7FFFFFFF))
     s = shr(b, U(31))
     sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
-    r = _round_bits(a, s, sh, mode)
-    r = _round_tiny(a, s, F, mode) if a < F.two_q_bits else r
+    r = _round_bits(a, s, sh, mode, w)
+    r = _round_tiny(a, s, F, mode, w) if a < F.two_q_bits else r
     r = U(0) if r < F.ftz_bits else r
     special = r > F.max_bits
     is_inf = a == U(_INF)
@@ -248,32 +261,49 @@ def _direct_one(F, b, mode):
 
 def _make(mode: int):
     """The kernel for one rounding ``mode`` (a closure constant to numba, so the
-    loop is branch-free): kernel(q, x, seeds, out, want_codes) -> 1 if a
-    NaN has no code in the format, else 0; ``seeds`` is unused. Compiled on
-    first use."""
+    loop is branch-free): kernel(q, x, seeds, out, want_codes) -> 1 if a NaN
+    has no code in the format, else 0. ``seeds``: one per SR_BLOCK elements
+    (stochastic rounding; else unused). Compiled on first use."""
 
-    @njit(cache=True, nogil=True)
-    def kernel(q, x, seeds, out, want_codes):
-        F = _unpack(q)
-        xbits = x.view(np.uint32)  # x: float32 values or their bits
-        amax = U(0)  # the largest magnitude seen: a NaN is above inf's
+    @njit(cache=True, nogil=True, inline="always")
+    def block(F, xbits, seed, out, want_codes):
+        """One run of elements; returns the largest magnitude seen (a NaN is above inf's)."""
+        amax = U(0)
+        stoch = mode == STOCHASTIC
         if want_codes:
             for i in range(xbits.shape[0]):
                 b = U(xbits[i])
-                bits, code = _direct_one(F, b, mode)
+                w = sr_word(seed, i) if stoch else np.uint64(0)
+                bits, code = _direct_one(F, b, mode, w)
                 out[i] = code
                 amax = max(amax, U(b & U(0x7FFFFFFF)))
         else:
             out_bits = out.view(np.int32)  # out: float32 (or its int32 view)
             for i in range(xbits.shape[0]):
                 b = U(xbits[i])
-                bits, code = _direct_one(F, b, mode)
+                w = sr_word(seed, i) if stoch else np.uint64(0)
+                bits, code = _direct_one(F, b, mode, w)
                 out_bits[i] = np.int32(bits)
                 amax = max(amax, U(b & U(0x7FFFFFFF)))
+        return amax
+
+    @njit(cache=True, nogil=True)
+    def kernel(q, x, seeds, out, want_codes):
+        F = _unpack(q)
+        xbits = x.view(np.uint32)  # x: float32 values or their bits
+        n = xbits.shape[0]
+        if mode == STOCHASTIC:  # a block of SR_BLOCK elements per seed
+            amax = U(0)
+            for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
+                lo = k * SR_BLOCK
+                hi = min(lo + SR_BLOCK, n)
+                amax = max(amax, block(F, xbits[lo:hi], seeds[k], out[lo:hi], want_codes))
+        else:
+            amax = block(F, xbits, np.uint64(0), out, want_codes)
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 
     return kernel
 
 
-#: Kernels by mode int (deterministic modes only).
+#: Kernels by mode int.
 KERNELS = {mode: _make(mode) for mode in DIRECT_MODES}

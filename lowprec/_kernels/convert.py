@@ -29,13 +29,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from . import bits32, odd64
+from . import bits32, bits32_direct, odd64
 from .engine import encode_kernel, round_kernel
 from .fast import fast_kernel, vec32_kernel
 from .params import INVALID_NAN, MODE_INT, STOCHASTIC, FormatParams, format_params
 from .sr import SR_BLOCK, sr_fill
 
-__all__ = ["MODE_INT", "PATHS", "fast_path", "to_codes", "to_values"]
+__all__ = ["MODE_INT", "PATHS", "fast_path", "kernel_for", "to_codes", "to_values"]
 
 #: The paths an entry point takes.
 PATHS = ("reference", "fast")
@@ -156,13 +156,41 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
     return round_kernel(P, xbits, is64, mode, saturate, ftz, _NO_WORDS, out)
 
 
+def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool) -> tuple[Any, np.ndarray]:
+    """(kernel, params array) of the fastest float32-bits kernel for ``fmt`` in
+    ``mode``: :mod:`.bits32_direct` where it applies (the usual formats), else
+    :mod:`.bits32`'s. Either is called as
+    ``kernel(q, xbits, seeds, out, want_codes)`` and returns 1 if a NaN has no
+    code in the format, else 0 (cached per format and mode).
+
+    >>> from lowprec import get_format
+    >>> from lowprec._kernels.params import RNE
+    >>> kernel_for(get_format("fp16"), RNE, False, False)[0] is bits32_direct.KERNELS[RNE]
+    True
+    >>> kernel_for(get_format("e8m0"), RNE, False, False)[0] is bits32.KERNELS[RNE]
+    True
+    """
+    key = (fmt, mode, bool(saturate), bool(ftz))
+    found = _FOR.get(key)
+    if found is None:
+        if mode in bits32_direct.KERNELS and bits32_direct.supports(fmt):
+            found = bits32_direct.KERNELS[mode], bits32_direct.params_array(fmt, mode, saturate, ftz)
+        else:
+            found = bits32.KERNELS[mode], bits32.params_array(fmt, mode, saturate, ftz)
+        _FOR[key] = found
+    return found
+
+
+_FOR: dict[tuple, tuple[Any, np.ndarray]] = {}
+
+
 def _bits32(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: bool,
             ftz: bool, seeds: np.ndarray, want_codes: bool) -> tuple[int, int]:
-    """The bits32 kernels (:func:`bits32.kernel_for`), answering like the other
+    """The bits32 kernels (:func:`kernel_for`), answering like the other
     kernels: the index of the first NaN when the format has none, else (-1, 0).
     They take float32 arrays in and out (values) or codes out, one signature
     for every caller."""
-    kernel, q = bits32.kernel_for(fmt, mode, saturate, ftz)
+    kernel, q = kernel_for(fmt, mode, saturate, ftz)
     x = xbits.view(np.float32)
     if kernel(q, x, seeds, out, want_codes) == 0:
         return -1, 0
