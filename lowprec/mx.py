@@ -68,6 +68,9 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
+from ._kernels import bits32, odd64
+from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize
+from ._kernels.params import MODE_INT
 from ._names import did_you_mean
 from .formats import FloatFormat, custom_format, get_format
 from .rounding import check_mode, decode, encode, round_to
@@ -281,6 +284,12 @@ class MXTensor:
         """``X * P_i`` for every element (exact in float64; every MX value of a
         float32 input also fits float32 exactly, so ``dtype=np.float32`` is
         exact for those)."""
+        fast = dequantize_blocks(self.codes, self.scales, _element_values(self.fmt),
+                                 self.axis, self.block_size, dtype)
+        return fast if fast is not None else self._dequantize_reference(dtype)
+
+    def _dequantize_reference(self, dtype: Any = np.float64) -> np.ndarray:
+        """:meth:`dequantize` in numpy steps (the reference of the compiled one)."""
         with np.errstate(invalid="ignore"):
             out = self._broadcast(self.scales, self.elements)
         return np.ascontiguousarray(out, dtype=dtype)
@@ -376,6 +385,10 @@ def quantize(
     mode, rng:
         Rounding of the elements, any :data:`lowprec.MODES` mode (``rng`` for
         ``"stochastic"``); elements saturate at the element maximum.
+
+    Float32 input in a deterministic mode takes one compiled pass over the blocks
+    (:mod:`lowprec._kernels.blocks`); everything else, and the reference the tests
+    hold that pass equal to, is :func:`_quantize_reference`.
     """
     mxf = get_mx_format(fmt)
     rule = _check_rule(scale_rule)
@@ -385,7 +398,48 @@ def quantize(
     if arr.ndim == 0:
         arr = arr.reshape(1)
     axis = _blocks.normalize_axis(axis, arr.ndim)
+    if arr.dtype == np.float32 and arr.size and rng is None and mode != "stochastic":
+        fast = _quantize_fast(arr, mxf, axis, block_size, rule, mode)
+        if fast is not None:
+            return fast
+    return _quantize_reference(arr, mxf, axis, block_size, rule, mode, rng=rng)
 
+
+def _to_int8(codes: np.ndarray) -> np.ndarray:
+    """MXINT8: the engine's sign-magnitude codes as two's complement bytes."""
+    q = (codes & 0x7F).astype(np.int16)
+    return np.where(codes & 0x80, -q, q).astype(np.int8).view(np.uint8)
+
+
+def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, rule: str,
+                   mode: str) -> MXTensor | None:
+    """:func:`quantize` of a float32 array through the block kernel; None where it does
+    not apply. Elements are scaled in float32 for ``rne``/``rna``/``rtz`` and exactly
+    (float64, then rounded to odd in float32) otherwise, as the reference does."""
+    elem = mxf.element
+    wide = mode not in ("rne", "rna", "rtz")
+    if not bits32.supports(elem) or (wide and not odd64.supports(elem)):
+        return None
+    m = MODE_INT[mode]
+    moved = np.moveaxis(arr, axis, -1)
+    cols = moved.shape[-1]
+    nb = -(-cols // block_size)
+    codes, scale_codes = mx_quantize(
+        np.ascontiguousarray(moved).reshape(-1), cols, block_size, RULE_INT[rule],
+        mxf.emax_elem, elem.mantissa_bits, 1.0 / mxf.element_max,
+        bits32.params_array(elem, m, True, False), m, wide)
+    if mxf.integer:
+        codes = _to_int8(codes)
+    codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))
+    scale_codes = np.ascontiguousarray(
+        np.moveaxis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
+    return MXTensor(codes, scale_codes, mxf, tuple(arr.shape), axis, block_size, rule)
+
+
+def _quantize_reference(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int,
+                        rule: str, mode: str, *, rng: Any = None) -> MXTensor:
+    """:func:`quantize` in whole-array numpy steps (``arr`` the working array, the
+    other arguments checked): the reference of the block kernel."""
     blocks = _blocks.to_blocks(arr, axis, block_size)
     if blocks.size:  # max |x| per block (NaN if it holds a NaN) without an |x| copy
         amax = np.maximum(blocks.max(axis=-1), -blocks.min(axis=-1))
@@ -412,8 +466,7 @@ def quantize(
         scaled[nan_block] = 0.0
     codes = encode(scaled, mxf.element, mode, saturate=True, rng=rng)
     if mxf.integer:
-        q = (codes & 0x7F).astype(np.int16)
-        codes = np.where(codes & 0x80, -q, q).astype(np.int8).view(np.uint8)
+        codes = _to_int8(codes)
     codes = np.ascontiguousarray(_blocks.from_blocks(codes, axis, arr.shape[axis]))
     scale_codes = np.ascontiguousarray(np.moveaxis(scale_codes, -1, axis))
     return MXTensor(codes, scale_codes, mxf, tuple(arr.shape), axis, block_size, rule)
