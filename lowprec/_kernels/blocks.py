@@ -40,7 +40,7 @@ from .sr import SR_BLOCK
 
 __all__ = ["RULE_INT", "dequantize_blocks", "mx_quantize", "nvfp4_block_amax", "nvfp4_elements"]
 
-_jit = njit(cache=True, nogil=True)
+_jit = njit(cache=True, nogil=True, error_model="numpy")  # x / 0 is inf, as in numpy
 
 #: MX scale rules as the kernels see them (see :data:`lowprec.mx.SCALE_RULES`).
 FLOOR, CEIL, RCEIL, EVEN = range(4)
@@ -217,18 +217,21 @@ def nvfp4_block_amax(x, cols, bs, amax, bad):
     (float32), and into ``bad`` whether the block holds NaN or inf."""
     x_bits = x.view(np.int32)
     nb = (cols + bs - 1) // bs
-    for r in range(x.shape[0] // cols if cols else 0):
-        row = x_bits[r * cols:(r + 1) * cols]
-        for b in range(nb):
-            xs_bits = row[b * bs:min(b * bs + bs, cols)]
-            mag = np.int32(0)  # largest pattern of a finite |x|, and of any |x|
+    uniform = cols % bs == 0
+    for blk in range(amax.shape[0]):
+        start, stop = _span(blk, cols, bs, nb, uniform)
+        xs_bits = x_bits[start:stop]
+        top = np.int32(0)  # the largest magnitude pattern (see _mx_block_code)
+        for i in range(xs_bits.shape[0]):
+            top = max(top, xs_bits[i] & _ABS)
+        is_bad = top >= _INF_BITS
+        if is_bad:  # rare: again, without the non-finite values
             top = np.int32(0)
             for i in range(xs_bits.shape[0]):
                 a = xs_bits[i] & _ABS
-                top = max(top, a)
-                mag = max(mag, a if a < _INF_BITS else 0)
-            amax[r * nb + b] = np.int32(mag).view(np.float32)
-            bad[r * nb + b] = top >= _INF_BITS
+                top = max(top, a if a < _INF_BITS else np.int32(0))
+        amax[blk] = np.int32(top).view(np.float32)
+        bad[blk] = is_bad
 
 
 @_jit
@@ -242,13 +245,16 @@ def _nvfp4_chunk(x, cols, bs, b0, b1, scale_codes, scale_values, s_dec, bad, scr
         start, stop = _span(blk, cols, bs, nb, uniform)
         xs, out = x[start:stop], scratch[j:j + stop - start]
         j += stop - start
-        rcp = _F32_ONE / (scale_values[scale_codes[blk]] * s_dec)
-        rcp = _F32_MAX if rcp > _F32_MAX else rcp  # inf -> FLT_MAX; NaN stays
+        f = _F32_ONE / (scale_values[scale_codes[blk]] * s_dec)
+        f = _F32_MAX if f > _F32_MAX else f  # inf -> FLT_MAX; NaN stays
+        for i in range(xs.shape[0]):
+            out[i] = xs[i] * f
+    j = 0
+    for blk in range(b0, b1):  # bad blocks (rare; inf * f may be NaN): zeros instead
+        start, stop = _span(blk, cols, bs, nb, uniform)
         if bad[blk]:
-            out[:] = _F32_ZERO
-        else:
-            for i in range(xs.shape[0]):
-                out[i] = xs[i] * rcp
+            scratch[j:j + stop - start] = _F32_ZERO
+        j += stop - start
 
 
 def nvfp4_elements(x: np.ndarray, cols: int, bs: int, scale_codes: np.ndarray,
