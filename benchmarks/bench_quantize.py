@@ -18,6 +18,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 os.environ["LOWPREC_NUM_THREADS"] = "1"  # one thread: read by lowprec at each call
 
@@ -56,27 +57,29 @@ def main() -> None:
     worst = 0.0
 
     def row(name: str, fast_q: Callable[[], object], ref_q: Callable[[], object],
-            element: object, tensor: object) -> None:
+            element: Any, tensor: Any) -> None:
         nonlocal worst
         tq = best_of(fast_q, args.repeat)
         worst = max(worst, tq)
         tr = best_of(ref_q, args.repeat) if ref else float("nan")
         te = best_of(lambda: lp.encode(x, element, saturate=True), args.repeat)
-        td = best_of(tensor.dequantize, args.repeat)  # type: ignore[attr-defined]
-        tdr = best_of(tensor._dequantize_reference, args.repeat) if ref else float("nan")  # type: ignore[attr-defined]
+        td = best_of(tensor.dequantize, args.repeat)
+        tdr = best_of(tensor._dequantize_reference, args.repeat) if ref else float("nan")
         print(f"{name:24s} {tq:9.3f} {tr:10.3f} {tr / tq:5.1f}x {te:12.3f} {td:11.3f} "
               f"{tdr:10.3f}")
 
     for fmt in mx.MX_FORMATS:
         mxf = mx.MX_FORMATS[fmt]
         for rule in mx.SCALE_RULES:
-            t = mx.quantize(x, fmt, scale_rule=rule)
-            row(f"{fmt} {rule}", lambda fmt=fmt, rule=rule: mx.quantize(x, fmt, scale_rule=rule),
-                lambda mxf=mxf, rule=rule: mx._quantize_reference(x, mxf, 1, 32, rule, "rne"),
-                mxf.element, t)
-    t = nvfp4.quantize(x)
+            def fast(fmt: str = fmt, rule: str = rule) -> object:
+                return mx.quantize(x, fmt, scale_rule=rule)
+
+            def reference(mxf: mx.MXFormat = mxf, rule: str = rule) -> object:
+                return mx._quantize_reference(x, mxf, 1, 32, rule, "rne")
+
+            row(f"{fmt} {rule}", fast, reference, mxf.element, fast())
     row("nvfp4", lambda: nvfp4.quantize(x),
-        lambda: nvfp4._quantize_reference(x, 1, 16, "rne", None), "fp4_e2m1", t)
+        lambda: nvfp4._quantize_reference(x, 1, 16, "rne", None), "fp4_e2m1", nvfp4.quantize(x))
     verdict = "PASS" if worst <= TARGET else "MISS"
     print(f"slowest quantize: {worst:.3f} s (target <= {TARGET} s on one thread): {verdict}")
 

@@ -212,7 +212,7 @@ def quantize(
     return _quantize_reference(x32, axis, block_size, mode, global_scale, rng=rng)
 
 
-def _tensor_scales(amax: np.float32, global_scale: float | None) -> tuple[np.float32, np.float32]:
+def _tensor_scales(amax: float, global_scale: float | None) -> tuple[np.float32, np.float32]:
     """``(S_enc, s_tensor)`` from the tensor's amax, or from the given decode scale."""
     if global_scale is None:
         s_enc = global_encode_scale(amax)
@@ -250,7 +250,7 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     block_amax = np.empty(n_blocks, _F32)
     bad = np.empty(n_blocks, np.bool_)
     nvfp4_block_amax(flat, cols, block_size, block_amax, bad)
-    s_enc, s_dec = _tensor_scales(block_amax.max(), global_scale)
+    s_enc, s_dec = _tensor_scales(float(block_amax.max()), global_scale)
     scale_codes = _block_scale_codes(block_amax, s_enc)
     codes = nvfp4_elements(flat, cols, block_size, scale_codes, _scale_table(), s_dec, bad,
                            bits32.params_array(ELEMENT, m, True, False), m, seeds)
