@@ -69,7 +69,7 @@ import numpy as np
 
 from . import _blocks
 from ._kernels import bits32, odd64
-from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize
+from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize, twos_complement
 from ._kernels.params import MODE_INT
 from ._names import did_you_mean
 from .formats import FloatFormat, custom_format, get_format
@@ -429,7 +429,7 @@ def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, r
         mxf.emax_elem, elem.mantissa_bits, 1.0 / mxf.element_max,
         bits32.params_array(elem, m, True, False), m, wide)
     if mxf.integer:
-        codes = _to_int8(codes)
+        twos_complement(codes)
     codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))
     scale_codes = np.ascontiguousarray(
         np.moveaxis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))

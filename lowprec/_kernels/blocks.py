@@ -38,7 +38,10 @@ from numba import njit
 from . import bits32, odd64
 from .sr import SR_BLOCK
 
-__all__ = ["RULE_INT", "dequantize_blocks", "mx_quantize", "nvfp4_block_amax", "nvfp4_elements"]
+__all__ = [
+    "RULE_INT", "dequantize_blocks", "mx_quantize", "nvfp4_block_amax", "nvfp4_elements",
+    "twos_complement",
+]
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")  # x / 0 is inf, as in numpy
 
@@ -209,6 +212,16 @@ def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, ma
         bad = bits32.round_bits32(q, mode, xbits, _NO_SEEDS, codes[e0:e1], True)
         assert bad == 0  # scaled elements are finite: every code exists
     return codes, scale_codes
+
+
+@_jit
+def twos_complement(codes):
+    """In place: sign-magnitude bytes (bit 7 the sign) as two's complement bytes of the
+    same integer (MXINT8; -0 becomes 0)."""
+    for i in range(codes.shape[0]):
+        c = codes[i]
+        neg = c >> 7
+        codes[i] = ((c & 0x7F) ^ (0 - neg)) + neg  # -m is ~m + 1, in 8 bits
 
 
 @_jit
