@@ -53,8 +53,9 @@ Special cases (the spec's choices, and ours where it leaves one):
   ``q / 64``; quantization is symmetric (``q`` in -127..127, never -128),
   decoding accepts -128 (value -2) as the spec defines it.
 
-Elements are rounded by :func:`lowprec.encode` (the one rounding engine) in any
-of its modes, saturating at the element maximum. Scaling by ``2**-k`` is exact
+Elements are rounded by the one rounding engine (:func:`lowprec.encode`, or for
+float32 input its float32 kernel, called from the block pass of
+:mod:`lowprec._kernels.blocks`) in any of its modes, saturating at the element maximum. Scaling by ``2**-k`` is exact
 (float64; float32 for float32 input in ``rne``/``rna``/``rtz``, where only
 values that round to zero anyway can lose bits); for float64 input a value
 could underflow float64 only if its block spans more than ~1000 binades.
@@ -405,12 +406,6 @@ def quantize(
     return _quantize_reference(arr, mxf, axis, block_size, rule, mode, rng=rng)
 
 
-def _to_int8(codes: np.ndarray) -> np.ndarray:
-    """MXINT8: the engine's sign-magnitude codes as two's complement bytes."""
-    q = (codes & 0x7F).astype(np.int16)
-    return np.where(codes & 0x80, -q, q).astype(np.int8).view(np.uint8)
-
-
 def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, rule: str,
                    mode: str) -> MXTensor | None:
     """:func:`quantize` of a float32 array through the block kernel; None where it does
@@ -466,7 +461,8 @@ def _quantize_reference(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: i
         scaled[nan_block] = 0.0
     codes = encode(scaled, mxf.element, mode, saturate=True, rng=rng)
     if mxf.integer:
-        codes = _to_int8(codes)
+        q = (codes & 0x7F).astype(np.int16)
+        codes = np.where(codes & 0x80, -q, q).astype(np.int8).view(np.uint8)
     codes = np.ascontiguousarray(_blocks.from_blocks(codes, axis, arr.shape[axis]))
     scale_codes = np.ascontiguousarray(np.moveaxis(scale_codes, -1, axis))
     return MXTensor(codes, scale_codes, mxf, tuple(arr.shape), axis, block_size, rule)

@@ -191,6 +191,11 @@ def quantize(
     Transformer Engine uses ``rne``, and ``stochastic`` for gradients).
     ``global_scale`` is the FP32 per-tensor decode scale; by default
     ``amax(x) / (448 * 6)`` as the recipe computes it.
+
+    The work is done by the compiled block kernels (:mod:`lowprec._kernels.blocks`: one
+    pass for the block amaxes, one for the elements); :func:`_quantize_reference`, the
+    numpy implementation the tests hold them equal to, takes what they do not (the
+    stochastic mode on rows the block size does not divide, errors).
     """
     mode = check_mode(mode)
     block_size = _blocks.check_block_size(block_size)
