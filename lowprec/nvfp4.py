@@ -59,6 +59,7 @@ BLOCK_SCALE = get_format("fp8_e4m3")
 _F32 = np.float32
 _FLT_MAX = _F32(np.finfo(np.float32).max)
 _E4M3_NAN = 0x7F
+_NO_SEEDS = np.empty(0, np.uint64)
 
 
 def global_encode_scale(amax: float) -> np.float32:
@@ -227,9 +228,14 @@ def _tensor_scales(amax: float, global_scale: float | None) -> tuple[np.float32,
 
 
 def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32) -> np.ndarray:
-    """E4M3 codes of ``block_amax * (S_enc / 6)`` (FP32, rne, saturating)."""
+    """E4M3 codes of ``block_amax * (S_enc / 6)`` (FP32, rne, saturating): what
+    ``encode(..., "rne", saturate=True)`` gives, from its float32 kernel directly."""
     s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
-    return encode(np.minimum(s_dec_b, _FLT_MAX), BLOCK_SCALE, "rne", saturate=True)
+    np.minimum(s_dec_b, _FLT_MAX, out=s_dec_b)
+    codes = np.empty(s_dec_b.shape, np.uint8)
+    q = bits32.params_array(BLOCK_SCALE, MODE_INT["rne"], True, False)
+    bits32.round_bits32(q, MODE_INT["rne"], s_dec_b.view(np.uint32), _NO_SEEDS, codes, True)
+    return codes  # every float32, NaN included, has an E4M3 code
 
 
 def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,

@@ -297,3 +297,20 @@ def test_mx_scale_codes_every_float32_of_some_binades(rule):
     x = np.concatenate([((np.uint32(f) << 23) | frac).view(F32) for f in fields])
     for fmt in mx.MX_FORMATS:
         assert_same_mx(fast_mx(x, fmt, bs=1, rule=rule), ref_mx(x, fmt, bs=1, rule=rule))
+
+
+def test_nvfp4_block_scale_codes_equal_encode():
+    """The E4M3 block-scale codes, taken from the float32 kernel directly, are
+    ``encode(..., "rne", saturate=True)``'s for any block amax and tensor scale."""
+    from lowprec import encode
+
+    rng = np.random.default_rng(10)
+    amax = np.abs(rng.integers(0, 1 << 32, 50_000, dtype=np.uint64).astype(np.uint32)
+                  .view(F32))
+    amax = np.concatenate([amax, edge_magnitudes(), np.array([0.0, np.inf, np.nan], F32)])
+    for s_enc in (F32(1.0), F32(448 * 6 / 3.5), F32(2.0 ** 100), np.float32(np.inf)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            got = nvfp4._block_scale_codes(amax, s_enc)
+            want = encode(np.minimum(amax * (s_enc * F32(1 / 6)), F32(TOP)), "fp8_e4m3",
+                          saturate=True)
+        assert np.array_equal(got, want)
