@@ -52,3 +52,25 @@ def test_smallest_is_the_head_of_a_stable_argsort():
             key = rng.integers(-3, 3, n).astype(float)
             key[rng.random(n) < 0.2] = -np.inf
             assert np.array_equal(_smallest(key, k), np.argsort(key, kind="stable")[:k])
+
+
+def test_loss_scale_in_float32_gives_the_exact_products_rounding():
+    """fp16 under a power-of-two loss scale: x * scale formed in float32 rounds to the
+    same fp16 values as the exact float64 product, overflow and underflow included."""
+    from lowprec import get_format, round_to
+    from lowprec.inspect.recipes import _cast, _scale_in_float32
+
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 1 << 32, 200_000, dtype=np.uint64).astype(np.uint32)
+    x = np.concatenate([bits.view(np.float32),
+                        np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 65520], np.float32)])
+    fp16 = get_format("fp16")
+    for scale in (2.0 ** -125, 2.0 ** -30, 0.5, 2.0, 2.0 ** 16, 2.0 ** 100, 2.0 ** 127):
+        assert _scale_in_float32(x, fp16, scale)
+        got = _cast(x, fp16, scale)
+        with np.errstate(invalid="ignore"):  # the random bits hold signalling NaNs
+            exact = np.asarray(round_to(x.astype(np.float64) * scale, fp16), np.float64)
+        assert got.elements.tobytes() == exact.tobytes()
+        assert got.q.tobytes() == (exact / scale).tobytes()
+    assert not _scale_in_float32(x, fp16, 1000.0)  # not a power of two: float64 it is
+    assert not _scale_in_float32(x, get_format("bf16"), 2.0)  # float32 subnormals matter
