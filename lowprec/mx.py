@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
-from ._kernels import bits32, odd64
+from ._kernels import bits32, convert, odd64
 from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize, twos_complement
 from ._kernels.params import MODE_INT
 from ._names import did_you_mean
@@ -422,7 +422,7 @@ def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, r
     codes, scale_codes = mx_quantize(
         np.ascontiguousarray(moved).reshape(-1), cols, block_size, RULE_INT[rule],
         mxf.emax_elem, elem.mantissa_bits, 1.0 / mxf.element_max,
-        bits32.params_array(elem, m, True, False), m, wide)
+        *convert.kernel_for(elem, m, True, False), wide)
     if mxf.integer:
         twos_complement(codes)
     codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
-from ._kernels import bits32
+from ._kernels import bits32, convert
 from ._kernels.blocks import dequantize_blocks, nvfp4_block_amax, nvfp4_elements
 from ._kernels.params import MODE_INT, STOCHASTIC
 from ._kernels.sr import SR_BLOCK
@@ -233,8 +233,8 @@ def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32) -> np.ndarray:
     s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
     np.minimum(s_dec_b, _FLT_MAX, out=s_dec_b)
     codes = np.empty(s_dec_b.shape, np.uint8)
-    q = bits32.params_array(BLOCK_SCALE, MODE_INT["rne"], True, False)
-    bits32.round_bits32(q, MODE_INT["rne"], s_dec_b.view(np.uint32), _NO_SEEDS, codes, True)
+    kernel, q = convert.kernel_for(BLOCK_SCALE, MODE_INT["rne"], True, False)
+    kernel(q, s_dec_b, _NO_SEEDS, codes, True)
     return codes  # every float32, NaN included, has an E4M3 code
 
 
@@ -264,7 +264,7 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     s_enc, s_dec = _tensor_scales(float(block_amax.max()), global_scale)
     scale_codes = _block_scale_codes(block_amax, s_enc)
     codes = nvfp4_elements(flat, cols, block_size, scale_codes, _scale_table(), s_dec, bad,
-                           bits32.params_array(ELEMENT, m, True, False), m, seeds)
+                           *convert.kernel_for(ELEMENT, m, True, False), seeds)
     if codes is None:
         return None
     scale_codes[bad] = _E4M3_NAN

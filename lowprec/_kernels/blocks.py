@@ -11,7 +11,7 @@ steps run block by block over a *chunk* of blocks at a time:
 3. the block's elements times the reciprocal of the scale, into a small scratch
    buffer that stays in cache;
 4. the scratch buffer through the one element rounding of ``round_to``/``encode``
-   for float32 bits (:func:`bits32.round_bits32`), straight into the codes.
+   for float32 bits (:func:`convert.kernel_for`), straight into the codes.
 
 So the input is read once (NVFP4: twice, as its tensor scale needs the amax of
 the whole tensor first) and nothing of the array's size is allocated but the
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from . import bits32, odd64
+from . import odd64
 from .sr import SR_BLOCK
 
 __all__ = [
@@ -181,11 +181,11 @@ def _chunks(n_blocks: int, cols: int, bs: int, per: int):
 
 
 def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, mant_bits: int,
-                rcp: float, q: np.ndarray, mode: int, wide: bool
+                rcp: float, kernel: Any, q: np.ndarray, wide: bool
                 ) -> tuple[np.ndarray, np.ndarray]:
     """MX codes and E8M0 scale codes of ``x`` (flat, C-contiguous float32 holding
-    ``rows x cols``), elements rounded by ``bits32`` with params ``q`` in ``mode``
-    (a deterministic mode; ``wide``: the scaled elements are formed in float64 and
+    ``rows x cols``), elements rounded by a float32-bits ``kernel`` with params ``q``
+    (:func:`convert.kernel_for`, a deterministic mode; ``wide``: the scaled elements are formed in float64 and
     reach ``bits32`` rounded to odd in float32, see :mod:`odd64`).
 
     Returns ``(codes, scale_codes)``: ``rows * cols`` and ``rows * nb`` uint8.
@@ -206,10 +206,10 @@ def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, ma
         m = e1 - e0
         if wide:
             odd64.to_float32_odd(scratch[:m], odd[:m])
-            xbits = odd[:m]
+            xs = odd[:m].view(np.float32)
         else:
-            xbits = scratch[:m].view(np.uint32)
-        bad = bits32.round_bits32(q, mode, xbits, _NO_SEEDS, codes[e0:e1], True)
+            xs = scratch[:m]
+        bad = kernel(q, xs, _NO_SEEDS, codes[e0:e1], True)
         assert bad == 0  # scaled elements are finite: every code exists
     return codes, scale_codes
 
@@ -272,10 +272,10 @@ def _nvfp4_chunk(x, cols, bs, b0, b1, scale_codes, scale_values, s_dec, bad, scr
 
 def nvfp4_elements(x: np.ndarray, cols: int, bs: int, scale_codes: np.ndarray,
                    scale_values: np.ndarray, s_dec: np.float32, bad: np.ndarray,
-                   q: np.ndarray, mode: int, seeds: np.ndarray) -> np.ndarray | None:
+                   kernel: Any, q: np.ndarray, seeds: np.ndarray) -> np.ndarray | None:
     """E2M1 codes of ``x`` (flat float32, ``rows x cols``) given the blocks' E4M3 codes
-    (their float32 values in ``scale_values``), rounded by ``bits32`` (params ``q``,
-    ``mode``; ``seeds``: one per SR_BLOCK elements for stochastic rounding, then
+    (their float32 values in ``scale_values``), rounded by a float32-bits ``kernel``
+    (params ``q``, :func:`convert.kernel_for`; ``seeds``: one per SR_BLOCK elements for stochastic rounding, then
     ``cols`` must be a multiple of ``bs``). None when a scaled element is NaN (the
     caller's reference path raises the error)."""
     n = x.shape[0]
@@ -291,7 +291,7 @@ def nvfp4_elements(x: np.ndarray, cols: int, bs: int, scale_codes: np.ndarray,
         _nvfp4_chunk(x, cols, bs, b0, b1, scale_codes, scale_values, s_dec, bad, scratch)
         m = e1 - e0
         s = seeds[e0 // SR_BLOCK:] if seeds.shape[0] else seeds
-        if bits32.round_bits32(q, mode, scratch[:m].view(np.uint32), s, codes[e0:e1], True):
+        if kernel(q, scratch[:m], s, codes[e0:e1], True):
             return None
     return codes
 
