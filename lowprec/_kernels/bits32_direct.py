@@ -40,7 +40,8 @@ from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_word
 from .u32 import U, shl, shr
 
-__all__ = ["DIRECT_MODES", "KERNELS", "params_array", "supports"]
+__all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "full_range", "kernel", "params_array",
+           "supports"]
 
 #: The modes this kernel has: all seven.
 DIRECT_MODES = (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC)
@@ -227,14 +228,19 @@ def _round_tiny(a, s, F, mode, w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _direct_one(F, b, mode, w):
+def _direct_one(F, b, mode, w, full):
     """(full float32 bits of the rounded value, its code) of float32 bits
-    ``b`` (``w``: the stochastic-rounding word)."""
+    ``b`` (``w``: the stochastic-rounding word). ``full`` (compile-time): the
+    format has float32's exponent range (bf16, tf32), where every input,
+    float32's subnormals included, rounds at the same bit and none is tiny."""
     a = U(b & U(0x7FFFFFFF))
     s = shr(b, U(31))
-    sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
-    r = _round_bits(a, s, sh, mode, w)
-    r = _round_tiny(a, s, F, mode, w) if a < F.two_q_bits else r
+    if full:
+        r = _round_bits(a, s, U(U(23) - F.mantissa_bits), mode, w)
+    else:
+        sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
+        r = _round_bits(a, s, sh, mode, w)
+        r = _round_tiny(a, s, F, mode, w) if a < F.two_q_bits else r
     r = U(0) if r < F.ftz_bits else r
     special = r > F.max_bits
     is_inf = a == U(_INF)
@@ -259,9 +265,10 @@ def _direct_one(F, b, mode, w):
     return bits, code
 
 
-def _make(mode: int):
+def _make(mode: int, full: bool):
     """The kernel for one rounding ``mode`` (a closure constant to numba, so the
-    loop is branch-free): kernel(q, x, seeds, out, want_codes) -> 1 if a NaN
+    loop is branch-free), for formats with float32's exponent range (``full``)
+    or the others: kernel(q, x, seeds, out, want_codes) -> 1 if a NaN
     has no code in the format, else 0. ``seeds``: one per SR_BLOCK elements
     (stochastic rounding; else unused). Compiled on first use."""
 
@@ -274,7 +281,7 @@ def _make(mode: int):
             for i in range(xbits.shape[0]):
                 b = U(xbits[i])
                 w = sr_word(seed, i) if stoch else np.uint64(0)
-                bits, code = _direct_one(F, b, mode, w)
+                bits, code = _direct_one(F, b, mode, w, full)
                 out[i] = code
                 amax = max(amax, U(b & U(0x7FFFFFFF)))
         else:
@@ -282,7 +289,7 @@ def _make(mode: int):
             for i in range(xbits.shape[0]):
                 b = U(xbits[i])
                 w = sr_word(seed, i) if stoch else np.uint64(0)
-                bits, code = _direct_one(F, b, mode, w)
+                bits, code = _direct_one(F, b, mode, w, full)
                 out_bits[i] = np.int32(bits)
                 amax = max(amax, U(b & U(0x7FFFFFFF)))
         return amax
@@ -306,4 +313,22 @@ def _make(mode: int):
 
 
 #: Kernels by mode int.
-KERNELS = {mode: _make(mode) for mode in DIRECT_MODES}
+KERNELS = {mode: _make(mode, False) for mode in DIRECT_MODES}
+#: The same for formats with float32's exponent range (:func:`full_range`).
+FULL_KERNELS = {mode: _make(mode, True) for mode in DIRECT_MODES}
+
+
+def full_range(fmt: Any) -> bool:
+    """Whether ``fmt`` has float32's exponent range (emin -126, so every float32
+    rounds at bit 23 - m): bf16 and tf32 take :data:`FULL_KERNELS`.
+
+    >>> from lowprec import get_format
+    >>> full_range(get_format("bf16")), full_range(get_format("fp16"))
+    (True, False)
+    """
+    return supports(fmt) and fmt.emin == -126
+
+
+def kernel(fmt: Any, mode: int) -> Any:
+    """The kernel of ``fmt`` (one :func:`supports`) in ``mode``."""
+    return (FULL_KERNELS if full_range(fmt) else KERNELS)[mode]

@@ -174,7 +174,8 @@ def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool) -> tuple[Any, np.
     found = _FOR.get(key)
     if found is None:
         if mode in bits32_direct.KERNELS and bits32_direct.supports(fmt):
-            found = bits32_direct.KERNELS[mode], bits32_direct.params_array(fmt, mode, saturate, ftz)
+            found = (bits32_direct.kernel(fmt, mode),
+                     bits32_direct.params_array(fmt, mode, saturate, ftz))
         else:
             found = bits32.KERNELS[mode], bits32.params_array(fmt, mode, saturate, ftz)
         _FOR[key] = found
