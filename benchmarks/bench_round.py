@@ -10,7 +10,8 @@ the same array:
 * ``copyto``: ``np.copyto(out, x)`` into an existing array, the limit with ``out=``;
 * ``ml_dtypes``: ``x.astype(dtype)`` into the format's ml_dtypes type (numpy's
   float16 for fp16), round-to-nearest-even only;
-* CPFloat's ``cpfloatf`` (one thread) in every mode, when ``--cpfloat`` names
+* CPFloat's ``cpfloatf`` (one thread, into an existing array: compared with
+  ``out=``) in every mode, when ``--cpfloat`` names
   CPFloat's ``src/`` folder: ``git clone
   https://github.com/north-numerical-computing/cpfloat`` is all it takes (it is
   header-only; ``cpfloat_driver.c`` here is compiled against it with ``cc``).
@@ -28,6 +29,7 @@ Targets of issue 13: fresh >= 0.8x astype, ``out=`` >= 0.6x copyto, 2 threads
     python benchmarks/bench_round.py --quick            # a few formats, 10**6 values
     python benchmarks/bench_round.py                    # everything, 10**7 values
     python benchmarks/bench_round.py --formats fp4_e2m1 --modes rne rtz
+    python benchmarks/bench_round.py --cpfloat ~/cpfloat/src --readme README.md  # the README's
 """
 
 from __future__ import annotations
@@ -71,6 +73,28 @@ def dataset(name: str, fmt: lp.FloatFormat, n: int, seed: int) -> np.ndarray:
     mag = np.exp2(rng.uniform(lo, hi, n))
     sign = rng.choice(np.array([-1.0, 1.0]), n) if fmt.signed else 1.0
     return (mag * sign).astype(np.float32)
+
+
+def small_call() -> str:
+    """The cost of a call on 10 float32 values (median of many), lowprec against
+    ml_dtypes' ``astype`` (fp8 E4M3, rne)."""
+    import ml_dtypes
+
+    x = np.linspace(-3, 3, 10).astype(np.float32)
+
+    def median_us(fn: Callable[[], object], reps: int = 20000) -> float:
+        fn()
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter_ns()
+            fn()
+            times.append(time.perf_counter_ns() - t)
+        return statistics.median(times) / 1000
+
+    ours = median_us(lambda: lp.round_to(x, "fp8_e4m3"))
+    ml = median_us(lambda: x.astype(ml_dtypes.float8_e4m3fn))
+    return (f"A call on 10 float32 values (fp8 E4M3, rne, median of 20,000): lowprec "
+            f"`round_to` {ours:.2f} µs, ml_dtypes `astype` {ml:.2f} µs (target <= 2 µs).")
 
 
 def with_threads(k: int, fn: Callable[[], object]) -> Callable[[], object]:
@@ -132,13 +156,18 @@ def main(argv: list[str] | None = None) -> None:
                    help="CPFloat's src/ folder (header-only; see the module docstring)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--markdown", metavar="FILE",
-                   help="also write the per-format summary as a Markdown table (the README's)")
+                   help="also write the per-format summary as a Markdown table")
+    p.add_argument("--readme", metavar="README",
+                   help="replace the summary table between README's <!-- bench_round --> "
+                        "markers with this run's")
     args = p.parse_args(argv)
     n = args.n or (10**6 if args.quick else 10**7)
     repeats = args.repeats or (3 if args.quick else 5)
     formats = args.formats or (QUICK_FORMATS if args.quick else FORMATS)
 
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    small = small_call()
+    print(small + "\n")
     print(f"round_to on {n:,} float32 values, median of {repeats}; M values/s (wall clock); "
           f"{os.cpu_count()} CPUs, load average {load}\n")
     head = ["format", "data", "thr", "out", "limit", "ml_dt"] + args.modes + ["worst/limit"]
@@ -176,7 +205,8 @@ def main(argv: list[str] | None = None) -> None:
                         cell = summary.setdefault(name, {})
                         if threads == 1:
                             one_thread[mode, kind] = r
-                            cell.setdefault(kind, []).append(r / lim[kind])
+                            key = kind + (" sr" if mode == "stochastic" else "")
+                            cell.setdefault(key, []).append(r / lim[kind])
                             if kind == "fresh":
                                 cell.setdefault("rate", []).append(r)
                                 if ml and mode == "rne":
@@ -198,9 +228,10 @@ def main(argv: list[str] | None = None) -> None:
                             + [f"{r:.0f}" if r else "-" for r in cp] + ["-"])
                 for mode, r in zip(args.modes, cp):
                     if r:
-                        vs_cpfloat.append(one_thread[mode, "fresh"] / r)
+                        # CPFloat writes into an existing array: against out=.
+                        vs_cpfloat.append(one_thread[mode, "out="] / r)
                         summary[name].setdefault("cpfloat", []).append(
-                            one_thread[mode, "fresh"] / r)
+                            one_thread[mode, "out="] / r)
         print_table(head, rows[-(len(args.threads) * 2 * len(args.datasets)
                                  + (len(args.datasets) if args.cpfloat else 0)):],
                     first=name == formats[0])
@@ -212,13 +243,31 @@ def main(argv: list[str] | None = None) -> None:
         print(f"two threads over one: min {min(speedup):.2f}x, median "
               f"{statistics.median(speedup):.2f}x, max {max(speedup):.2f}x (target 1.6x at 10**7)")
     if vs_cpfloat:
-        print(f"lowprec (1 thread, fresh) over CPFloat (1 thread): min {min(vs_cpfloat):.2f}x, "
+        print(f"lowprec (1 thread, out=) over CPFloat (1 thread, into an existing array): "
+              f"min {min(vs_cpfloat):.2f}x, "
               f"median {statistics.median(vs_cpfloat):.2f}x (target >= 1)")
     print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     if args.markdown:
         with open(args.markdown, "w") as fh:
-            fh.write(markdown(summary, n, args, load))
+            fh.write(markdown(summary, n, args, load) + "\n" + small + "\n")
         print(f"summary table written to {args.markdown}")
+    if args.readme:
+        replace_block(args.readme, markdown(summary, n, args, load) + "\n" + small + "\n")
+        print(f"summary table replaced in {args.readme}")
+
+
+def replace_block(path: str, table: str) -> None:
+    """Put ``table`` between the ``<!-- bench_round -->`` and ``<!-- /bench_round -->``
+    lines of ``path`` (which must have them)."""
+    with open(path) as fh:
+        text = fh.read()
+    start, end = "<!-- bench_round -->\n", "<!-- /bench_round -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"{path} has no {start.strip()} ... {end} block to replace")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as fh:
+        fh.write(head + start + table + end + tail)
 
 
 def markdown(summary: dict[str, dict[str, list[float]]], n: int, args: argparse.Namespace,
@@ -229,17 +278,19 @@ def markdown(summary: dict[str, dict[str, list[float]]], n: int, args: argparse.
         return fmt.format(min(cell[key])) if cell.get(key) else "-"
 
     lines = [f"`round_to` on {n:,} float32 values, modes {', '.join(args.modes)}, data "
-             f"{', '.join(args.datasets)}; each cell is the worst over them (load average "
-             f"{load} at the start).", "",
+             f"{', '.join(args.datasets)}; each cell is the worst over them, the deterministic "
+             f"modes apart from stochastic rounding (load average {load} at the start).", "",
              "| format | M values/s (fresh, 1 thread) | fresh / `astype` | `out=` / `copyto` "
-             "| 2 threads / 1 | `rne` / ml_dtypes | / CPFloat (1 thread) |",
-             "|---|---|---|---|---|---|---|"]
+             "| stochastic: fresh, `out=` | 2 threads / 1 | `rne` / ml_dtypes "
+             "| `out=` / CPFloat (1 thread) |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, cell in summary.items():
         rate_lo = min(cell["rate"]) if cell.get("rate") else 0
         rate_hi = max(cell["rate"]) if cell.get("rate") else 0
         lines.append(f"| {name} | {rate_lo:.0f}–{rate_hi:.0f} | {worst(cell, 'fresh')} | "
-                     f"{worst(cell, 'out=')} | {worst(cell, 'threads')} | {worst(cell, 'ml')} | "
-                     f"{worst(cell, 'cpfloat')} |")
+                     f"{worst(cell, 'out=')} | {worst(cell, 'fresh sr')}, "
+                     f"{worst(cell, 'out= sr')} | {worst(cell, 'threads')} | "
+                     f"{worst(cell, 'ml')} | {worst(cell, 'cpfloat')} |")
     return "\n".join(lines) + "\n"
 
 

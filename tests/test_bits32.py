@@ -118,7 +118,8 @@ def test_bits32_direct_equals_round_pack(f):
         s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
         for saturate, ftz in ((False, False), (True, False), (False, True)):
             kernel, q = convert.kernel_for(f, mode, saturate, ftz)
-            assert kernel is (bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS)[mode]
+            table = bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS
+            assert kernel is table[mode]
             ref = _reference(f, xb, mode, saturate, ftz, s)
             codes = np.empty(xb.shape, f.code_dtype)
             assert kernel(q, xb.view(np.float32), s, codes, True) == 0

@@ -32,22 +32,22 @@ U = np.uint32
 
 
 @intrinsic
-def shl(typingctx, x, n):  # type: ignore[no-untyped-def]
+def shl(typingctx, x, n):
     """``x << n`` in 32 bits (uint32; ``n`` < 32)."""
     sig = types.uint32(types.uint32, types.uint32)
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, args):
         return builder.shl(args[0], args[1])
 
     return sig, codegen
 
 
 @intrinsic
-def shr(typingctx, x, n):  # type: ignore[no-untyped-def]
+def shr(typingctx, x, n):
     """``x >> n`` in 32 bits, logical (uint32; ``n`` < 32)."""
     sig = types.uint32(types.uint32, types.uint32)
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, args):
         return builder.lshr(args[0], args[1])
 
     return sig, codegen
