@@ -83,6 +83,7 @@ def main() -> None:
             worst = max(worst, max(ratios))
             print(f"{name:5s} {t_ref * 1e3:9.2f} " + " ".join(f"{r:9.1f}x" for r in ratios))
     print(f"worst ratio: {worst:.1f}x (target <= 10x)")
+    formats_section(lp, rng, n, reps)
 
     print("\nmatmul 256 x 256 x 256, fp16 inputs, fp32 accumulation")
     A = rng.standard_normal((256, 256))
@@ -97,6 +98,52 @@ def main() -> None:
                     max(1, reps // 2))
         goal = f"(target < {target:.0f} s)" if target else ""
         print(f"  {model:12s} {t:6.3f} s  {t / t_np:8.0f}x numpy float32 {goal}")
+
+
+def formats_section(lp, rng, n: int, reps: int) -> None:
+    """add/sub/mul (rne) in every format of 16 bits or fewer and tf32, operands
+    as float32 values and as the format's own ml_dtypes type, against numpy's
+    float16 ops and (bf16) ml_dtypes' bfloat16 ops on the same values."""
+    import ml_dtypes
+
+    from lowprec.formats import reference_dtype
+
+    a16 = rng.standard_normal(n).astype(np.float16)
+    b16 = rng.standard_normal(n).astype(np.float16)
+    ops = {"add": (lp.add, np.add), "sub": (lp.sub, np.subtract), "mul": (lp.mul, np.multiply)}
+    t_np = {op: best_of(lambda f=f: f(a16, b16), reps) for op, (_, f) in ops.items()}
+    names = [name for name, f in lp.FORMATS.items() if f.width <= 16 and f.signed] + ["tf32"]
+    print(f"\nadd/sub/mul (rne), {n:,} operands: lowprec time / numpy float16's; "
+          f"bf16 also against ml_dtypes bfloat16 (target: every format <= 2x numpy, bf16/tf32 "
+          f"<= 1x ml_dtypes)")
+    print(f"{'format':16s} {'operands':9s} " + " ".join(f"{op:>7s}" for op in ops))
+    worst = 0.0
+    with np.errstate(all="ignore"):
+        for name in names:
+            fmt = lp.get_format(name)
+            x = lp.round_to(rng.standard_normal(n).astype(np.float32) * 2, fmt, saturate=True)
+            y = lp.round_to(rng.standard_normal(n).astype(np.float32) * 2, fmt, saturate=True)
+            own = reference_dtype(fmt)
+            kinds = [("float32", x, y)] + ([("own", x.astype(own), y.astype(own))] if own else [])
+            for kind, u, v in kinds:
+                ratios = []
+                for op, (ours, _) in ops.items():
+                    ours(u[:10], v[:10], fmt)  # warm
+                    t = best_of(lambda ours=ours, u=u, v=v, fmt=fmt: ours(u, v, fmt), reps)
+                    ratios.append(t / t_np[op])
+                worst = max(worst, max(ratios))
+                print(f"{name:16s} {kind:9s} " + " ".join(f"{r:6.2f}x" for r in ratios))
+    print(f"worst over formats: {worst:.2f}x numpy float16 (target <= 2x)")
+    bx = lp.round_to(rng.standard_normal(n).astype(np.float32), "bf16").astype(ml_dtypes.bfloat16)
+    by = lp.round_to(rng.standard_normal(n).astype(np.float32), "bf16").astype(ml_dtypes.bfloat16)
+    for op, (ours, ref) in ops.items():
+        t_ml = best_of(lambda ref=ref: ref(bx, by), reps)
+        t_lp = best_of(lambda ours=ours: ours(bx, by, "bf16"), reps)
+        t_32 = best_of(lambda ours=ours: ours(bx.astype(np.float32), by.astype(np.float32),
+                                               "bf16"), reps)
+        print(f"bf16 {op}: lowprec {n / t_lp / 1e6:.0f} M/s (bfloat16 operands), "
+              f"{n / t_32 / 1e6:.0f} M/s (float32 operands, conversion included); ml_dtypes "
+              f"{n / t_ml / 1e6:.0f} M/s -> {t_ml / t_lp:.2f}x ml_dtypes")
 
 
 if __name__ == "__main__":

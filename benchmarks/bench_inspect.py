@@ -11,6 +11,7 @@ every=1 <= 2x and every=10 <= 1.2x a plain training step of tutorial 11's model;
    busy machine; ``LOWPREC_NUM_THREADS`` sets lowprec's threads).
 
     PYTHONPATH=. python benchmarks/bench_inspect.py [--steps 200] [--rounds 5] [--repeat 3]
+        [--report-only]   # part 2 alone (LOWPREC_NUM_THREADS=1 for one thread)
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 import torch
 
 import lowprec.torch as lpt
+from lowprec import _runtime as lp_runtime
 from lowprec import inspect
 
 
@@ -60,14 +62,21 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--report-only", action="store_true", help="skip the capture timings")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if not args.report_only:
+        capture_costs(args.steps, args.rounds)
+    report_speed(args.n, args.repeat)
 
+
+def capture_costs(steps: int, rounds: int) -> None:
+    """Part 1: training steps plain and under capture, CPU time, best round of each."""
     best = {None: np.inf, 1: np.inf, 10: np.inf}
     train_seconds(20, 1)  # warm up
-    for _ in range(args.rounds):
+    for _ in range(rounds):
         for every in best:
-            best[every] = min(best[every], train_seconds(args.steps, every))
+            best[every] = min(best[every], train_seconds(steps, every))
     plain = best[None]
     print(f"training step of the tutorial-11 model (CPU time): plain {plain * 1e3:.3f} ms")
     for every, target in ((1, 2.0), (10, 1.2)):
@@ -76,16 +85,19 @@ def main() -> None:
         print(f"  capture every={every:2d}: {best[every] * 1e3:.3f} ms = {ratio:.2f}x plain "
               f"(target <= {target}x) {verdict}")
 
+
+def report_speed(n: int, repeat: int) -> None:
+    """Part 2: ``report`` of one n x n float32 tensor under each recipe."""
     rng = np.random.default_rng(0)
-    x = (rng.standard_normal((args.n, args.n)) * np.exp2(rng.integers(-20, 0, (args.n, 1)))
+    x = (rng.standard_normal((n, n)) * np.exp2(rng.integers(-20, 0, (n, 1)))
          ).astype(np.float32)
-    print(f"\nreport of one {args.n}x{args.n} float32 tensor, per recipe "
-          f"(M values/s: wall, per CPU second)")
+    print(f"\nreport of one {n}x{n} float32 tensor, per recipe, threads="
+          f"{lp_runtime._threads()} (M values/s: wall, per CPU second)")
     slowest = np.inf
     for name in inspect.RECIPES:
         inspect.report({"l/output_grad": x[:64]}, [name])  # warm up
         wall = cpu = np.inf
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             c0, t0 = time.process_time(), time.perf_counter()
             inspect.report({"l/output_grad": x}, [name])
             dt, dc = time.perf_counter() - t0, time.process_time() - c0

@@ -1,27 +1,35 @@
-"""Speed of lowprec.round_to against ml_dtypes (and gfloat, pychop), in one run.
+"""Speed of lowprec.round_to against the memory limit and ml_dtypes, in one run.
 
-For each format, 10**7 float32 values (standard normal) are rounded by
+For each format and data set, ``--n`` float32 values are rounded by
+``lowprec.round_to`` in every mode, on 1 and 2 threads, into a fresh array and
+into an existing one (``out=``). Next to each row, measured right before it on
+the same array:
 
-* the reference: ml_dtypes' ``x.astype(dtype).astype(np.float32)`` round trip
-  (numpy's float16 for fp16), which is round-to-nearest-even only;
-* ``lowprec.round_to(x, fmt, mode)`` in every mode;
-* gfloat's ``round_ndarray`` and pychop's ``Chop`` when importable (they are
-  slow, so on ``--slow-n`` values; rates are per value, so they compare).
+* ``astype``: numpy's ``x.astype(np.float32)`` (allocate and write the same
+  bytes), the limit for a fresh result;
+* ``copyto``: ``np.copyto(out, x)`` into an existing array, the limit with ``out=``;
+* ``ml_dtypes``: ``x.astype(dtype)`` into the format's ml_dtypes type (numpy's
+  float16 for fp16), round-to-nearest-even only;
+* CPFloat's ``cpfloatf`` (one thread, into an existing array: compared with
+  ``out=``) in every mode, when ``--cpfloat`` names
+  CPFloat's ``src/`` folder: ``git clone
+  https://github.com/north-numerical-computing/cpfloat`` is all it takes (it is
+  header-only; ``cpfloat_driver.c`` here is compiled against it with ``cc``).
 
-Each timing is the median of ``--repeats`` runs, printed in M values/s, with
-the ratios the requirements of issue 2 are about:
+Data sets: ``normal8`` (standard normal times 8: fp4 and fp6 overflow on a good
+part of it) and ``loguniform`` (magnitudes log-uniform between the format's
+smallest subnormal and its largest value, random signs).
 
-* ``rne/ref``: round_to in rne against the reference (required >= 1);
-* ``worst/rne``: the slowest other mode against rne (required >= 0.5);
-* target: every mode >= 300 M values/s for fp8 and fp16.
+Rates are M values/s (wall clock, median of ``--repeats``); ratios are taken
+against the limits measured in the same run, because on a shared machine
+absolute rates move with the load (printed at the top, from ``os.getloadavg``).
+Targets of issue 13: fresh >= 0.8x astype, ``out=`` >= 0.6x copyto, 2 threads
+>= 1.6x one thread at 10**7 values.
 
-It also checks that round_to(rne) equals the reference bit for bit on the
-data, and measures the peak extra memory of one round_to call (tracemalloc,
-which sees numpy's allocations) against the input's size (required <= 3x).
-
-    python benchmarks/bench_round.py                 # everything, 10**7 values
-    python benchmarks/bench_round.py --n 1000000 --formats fp8_e4m3 bf16
-    LOWPREC_NUM_THREADS=1 python benchmarks/bench_round.py   # one thread
+    python benchmarks/bench_round.py --quick            # a few formats, 10**6 values
+    python benchmarks/bench_round.py                    # everything, 10**7 values
+    python benchmarks/bench_round.py --formats fp4_e2m1 --modes rne rtz
+    python benchmarks/bench_round.py --cpfloat ~/cpfloat/src --readme README.md  # the README's
 """
 
 from __future__ import annotations
@@ -29,162 +37,275 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import tempfile
 import time
-import tracemalloc
+from collections.abc import Callable
 
 import numpy as np
 
 import lowprec as lp
 from lowprec.formats import reference_dtype
 
-FORMATS = ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp4_e2m1"]
+FORMATS = [name for name, f in lp.FORMATS.items() if f.width <= 16] + ["tf32"]
+QUICK_FORMATS = ["fp16", "bf16", "fp8_e4m3", "fp4_e2m1"]
 MODES = list(lp.MODES)
-GFLOAT = {"fp16": "format_info_binary16", "bf16": "format_info_bfloat16",
-          "fp8_e4m3": "format_info_ocp_e4m3", "fp8_e5m2": "format_info_ocp_e5m2",
-          "fp6_e3m2": "format_info_ocp_e3m2", "fp4_e2m1": "format_info_ocp_e2m1"}
+DATASETS = ["normal8", "loguniform"]
 
 
-CLOCK = time.perf_counter
-
-
-def rate(fn, n: int, repeats: int) -> float:
-    """Median M values/s of fn() over repeats (after one warm-up call)."""
+def rate(fn: Callable[[], object], n: int, repeats: int) -> float:
+    """Median M values/s of fn() over ``repeats`` runs (after one warm-up)."""
     fn()
     times = []
     for _ in range(repeats):
-        t = CLOCK()
+        t = time.perf_counter()
         fn()
-        times.append(CLOCK() - t)
+        times.append(time.perf_counter() - t)
     return n / statistics.median(times) / 1e6
 
 
-def peak_memory_ratio(fn, nbytes: int) -> float:
-    """Peak memory allocated during fn() (result included), over the input's size."""
-    fn()
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    base = tracemalloc.get_traced_memory()[0]
-    result = fn()
-    peak = tracemalloc.get_traced_memory()[1] - base
-    tracemalloc.stop()
-    del result
-    return peak / nbytes
+def dataset(name: str, fmt: lp.FloatFormat, n: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if name == "normal8":
+        return (rng.standard_normal(n) * 8).astype(np.float32)
+    lo = fmt.smallest_subnormal_exponent
+    hi = np.log2(fmt.max)
+    mag = np.exp2(rng.uniform(lo, hi, n))
+    sign = rng.choice(np.array([-1.0, 1.0]), n) if fmt.signed else 1.0
+    return (mag * sign).astype(np.float32)
 
 
-def reference(fmt: str):
-    dt = reference_dtype(fmt)
-    return None if dt is None else (lambda x: x.astype(dt).astype(np.float32))
+def small_call() -> str:
+    """The cost of a call on 10 float32 values (median of many), lowprec against
+    ml_dtypes' ``astype`` (fp8 E4M3, rne)."""
+    import ml_dtypes
+
+    x = np.linspace(-3, 3, 10).astype(np.float32)
+
+    def median_us(fn: Callable[[], object], reps: int = 20000) -> float:
+        fn()
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter_ns()
+            fn()
+            times.append(time.perf_counter_ns() - t)
+        return statistics.median(times) / 1000
+
+    ours = median_us(lambda: lp.round_to(x, "fp8_e4m3"))
+    ml = median_us(lambda: x.astype(ml_dtypes.float8_e4m3fn))
+    return (f"A call on 10 float32 values (fp8 E4M3, rne, median of 20,000): lowprec "
+            f"`round_to` {ours:.2f} µs, ml_dtypes `astype` {ml:.2f} µs (target <= 2 µs).")
 
 
-def third_party(fmt: str, xs: np.ndarray, repeats: int) -> dict[str, float]:
-    """rne rates of gfloat and pychop on xs, where installed."""
-    out = {}
-    try:
-        import gfloat
-        import gfloat.formats
-
-        fi = getattr(gfloat.formats, GFLOAT[fmt])
-        out["gfloat"] = rate(lambda: gfloat.round_ndarray(fi, xs), xs.size, repeats)
-    except ImportError:
-        pass
-    try:
-        import pychop
-
-        pychop.backend("numpy")
-        f = lp.get_format(fmt)
-        # IEEE-style (e, m) format of the same widths: pychop has no fn/fnuz variants.
-        chop = pychop.Chop(f.exponent_bits, f.mantissa_bits, rmode=1)
-
-        def run_chop():
-            with np.errstate(over="ignore", invalid="ignore"):  # pychop's own warnings
-                return chop(xs)
-
-        out["pychop"] = rate(run_chop, xs.size, repeats)
-    except ImportError:
-        pass
-    return out
+def with_threads(k: int, fn: Callable[[], object]) -> Callable[[], object]:
+    def run() -> object:
+        old = os.environ.get("LOWPREC_NUM_THREADS")
+        os.environ["LOWPREC_NUM_THREADS"] = str(k)
+        try:
+            return fn()
+        finally:
+            if old is None:
+                del os.environ["LOWPREC_NUM_THREADS"]
+            else:
+                os.environ["LOWPREC_NUM_THREADS"] = old
+    return run
 
 
+# ------------------------------------------------------------------ CPFloat
+# CPFloat's cpfloatf, one thread, timed by a small C driver (cpfloat_driver.c)
+# compiled here against CPFloat's header-only sources (its src/ folder).
+_CPFLOAT_MODES = {"rne": 1, "rna": -1, "rup": 2, "rdown": 3, "rtz": 4, "stochastic": 5, "odd": 7}
+
+
+def build_cpfloat(src: str, workdir: str) -> str:
+    """Compile cpfloat_driver.c against CPFloat's sources in ``src``; the binary's path."""
+    exe = os.path.join(workdir, "cpfloat_driver")
+    driver = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cpfloat_driver.c")
+    subprocess.run(["cc", "-O3", "-march=native", "-std=gnu99", "-w", "-I", src, driver,
+                    "-o", exe, "-lm"], check=True)
+    return exe
+
+
+def cpfloat_rate(exe: str, data_file: str, n: int, fmt: lp.FloatFormat, mode: str,
+                 repeats: int) -> float | None:
+    """M values/s of CPFloat on the values in data_file (None: no such mode).
+
+    CPFloat models a format by precision, exponent range and whether it has
+    infinities; for fn/fnuz/fp4/fp6 formats its results differ from lowprec's
+    at the top of the range (this is a speed comparison)."""
+    if mode not in _CPFLOAT_MODES or not (fmt.signed and fmt.has_subnormals):
+        return None
+    cmd = [exe, data_file, str(n), str(fmt.precision), str(fmt.emin), str(fmt.emax),
+           str(int(fmt.has_inf)), str(_CPFLOAT_MODES[mode]), str(repeats)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
+    return n / float(out[0]) / 1e6
+
+
+# --------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--n", type=int, default=10**7, help="values per format (default 10**7)")
-    p.add_argument("--slow-n", type=int, default=10**6, help="values for gfloat/pychop")
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--formats", nargs="+", default=FORMATS)
+    p.add_argument("--quick", action="store_true",
+                   help=f"10**6 values, 3 repeats, formats {' '.join(QUICK_FORMATS)}")
+    p.add_argument("--n", type=int, default=None, help="values per data set (default 10**7)")
+    p.add_argument("--repeats", type=int, default=None, help="timings per figure (default 5)")
+    p.add_argument("--formats", nargs="+", default=None)
     p.add_argument("--modes", nargs="+", default=MODES)
-    p.add_argument("--no-others", action="store_true", help="skip gfloat and pychop")
+    p.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
+    p.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    p.add_argument("--cpfloat", metavar="SRC",
+                   help="CPFloat's src/ folder (header-only; see the module docstring)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--clock", choices=["wall", "cpu"], default="wall",
-                   help="wall: elapsed time (default); cpu: CPU time of all threads, "
-                   "i.e. M values per CPU-second, which other load on the machine "
-                   "barely changes (use with LOWPREC_NUM_THREADS=1 to compare with "
-                   "single-threaded libraries)")
+    p.add_argument("--markdown", metavar="FILE",
+                   help="also write the per-format summary as a Markdown table")
+    p.add_argument("--readme", metavar="README",
+                   help="replace the summary table between README's <!-- bench_round --> "
+                        "markers with this run's")
     args = p.parse_args(argv)
-    global CLOCK
-    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
+    n = args.n or (10**6 if args.quick else 10**7)
+    repeats = args.repeats or (3 if args.quick else 5)
+    formats = args.formats or (QUICK_FORMATS if args.quick else FORMATS)
 
-    rng = np.random.default_rng(args.seed)
-    x = rng.standard_normal(args.n).astype(np.float32)
-    threads = os.environ.get("LOWPREC_NUM_THREADS", f"auto ({os.cpu_count()} CPUs)")
-    unit = "M values per CPU-second" if args.clock == "cpu" else "M values/s (wall clock)"
-    print(f"round_to on {args.n:,} float32 values (standard normal), median of "
-          f"{args.repeats}; lowprec threads: {threads}; {unit}\n")
-    cols = ["format", "ref"] + args.modes + ["rne/ref", "worst/rne", "mem/input", "ok"]
-    rows = []
-    problems = []
-    others = {}
-    for fmt in args.formats:
-        ref = reference(fmt)
-        r_ref = rate(lambda r=ref: r(x), x.size, args.repeats) if ref else float("nan")
-        if ref is not None:
-            got = lp.round_to(x, fmt)
-            want = ref(x)
-            if not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
-                bad = int(np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))[0])
-                problems.append(f"{fmt}: round_to != reference at x[{bad}] = {x[bad]!r}")
-        rates = {}
-        for mode in args.modes:
-            kw = {"rng": 1} if mode == "stochastic" else {}
-            rates[mode] = rate(lambda f=fmt, m=mode, k=kw: lp.round_to(x, f, m, **k),
-                               x.size, args.repeats)
-        mem = max(peak_memory_ratio(
-            lambda f=fmt, m=mode: lp.round_to(x, f, m, **({"rng": 1} if m == "stochastic" else {})),
-            x.nbytes) for mode in ("rne", "stochastic") if mode in args.modes)
-        rne = rates.get("rne", float("nan"))
-        worst = min((v for k, v in rates.items() if k != "rne"), default=rne)
-        ok = []
-        if ref and rne < r_ref:
-            ok.append("rne<ref")
-        if worst < rne / 2:
-            ok.append("mode<rne/2")
-        if fmt in ("fp16", "fp8_e4m3", "fp8_e5m2") and min(rates.values()) < 300:
-            ok.append("<300")
-        if mem > 3:
-            ok.append("mem>3x")
-        rows.append([fmt, f"{r_ref:.0f}"] + [f"{rates[m]:.0f}" for m in args.modes]
-                    + [f"{rne / r_ref:.2f}" if ref else "-", f"{worst / rne:.2f}",
-                       f"{mem:.2f}", ",".join(ok) or "yes"])
-        if not args.no_others:
-            others[fmt] = third_party(fmt, x[: args.slow_n], max(1, args.repeats // 2))
-    widths = [max(len(str(r[i])) for r in [cols] + rows) for i in range(len(cols))]
-    for k, r in enumerate([cols] + rows):
-        print("  ".join(str(c).rjust(w) for c, w in zip(r, widths)))
-        if k == 0:
-            print("  ".join("-" * w for w in widths))
-    print("\nref = ml_dtypes astype round trip (numpy float16 for fp16), rne only; "
-          "ok lists missed requirements/targets.")
-    if others and any(others.values()):
-        print(f"\nOther libraries, rne, on {args.slow_n:,} values (M values/s; "
-              "ratio = lowprec rne / library):")
-        for fmt, res in others.items():
-            rne_rate = float(rows[args.formats.index(fmt)][2 + args.modes.index("rne")]) \
-                if "rne" in args.modes else float("nan")
-            print("  " + fmt.ljust(9) + "  ".join(
-                f"{lib} {v:7.2f} (x{rne_rate / v:,.0f})" for lib, v in res.items()))
-    if problems:
-        print("\nMISMATCHES:\n  " + "\n  ".join(problems))
-    else:
-        print("\nround_to(rne) == reference bit for bit on all values, every format with one.")
+    load = " ".join(f"{v:.2f}" for v in os.getloadavg())
+    small = small_call()
+    print(small + "\n")
+    print(f"round_to on {n:,} float32 values, median of {repeats}; M values/s (wall clock); "
+          f"{os.cpu_count()} CPUs, load average {load}\n")
+    head = ["format", "data", "thr", "out", "limit", "ml_dt"] + args.modes + ["worst/limit"]
+    rows: list[list[str]] = []
+    worst = {"fresh": float("inf"), "out=": float("inf")}
+    speedup: list[float] = []
+    vs_cpfloat: list[float] = []
+    # Per format, the worst over modes and data sets of each ratio (the summary table).
+    summary: dict[str, dict[str, list[float]]] = {}
+    workdir = tempfile.mkdtemp(prefix="bench_round_")
+    cp_exe = build_cpfloat(args.cpfloat, workdir) if args.cpfloat else None
+    for name in formats:
+        fmt = lp.get_format(name)
+        ref_dt = reference_dtype(fmt)
+        for data in args.datasets:
+            x = dataset(data, fmt, n, args.seed)
+            buf = np.empty_like(x)
+            lim = {"fresh": rate(lambda x=x: x.astype(np.float32), n, repeats),
+                   "out=": rate(lambda x=x, buf=buf: np.copyto(buf, x), n, repeats)}
+            ml = (rate(lambda x=x, dt=ref_dt: x.astype(dt), n, repeats) if ref_dt is not None
+                  else None)
+            one_thread: dict[tuple[str, str], float] = {}
+            for threads in args.threads:
+                for kind in ("fresh", "out="):
+                    rates = []
+                    for mode in args.modes:
+                        kw = {"rng": 1} if mode == "stochastic" else {}
+                        if kind == "out=":
+                            kw["out"] = buf
+
+                        def call(mode=mode, kw=kw, x=x, fmt=fmt):
+                            return lp.round_to(x, fmt, mode, **kw)
+                        r = rate(with_threads(threads, call), n, repeats)
+                        rates.append(r)
+                        cell = summary.setdefault(name, {})
+                        if threads == 1:
+                            one_thread[mode, kind] = r
+                            key = kind + (" sr" if mode == "stochastic" else "")
+                            cell.setdefault(key, []).append(r / lim[kind])
+                            if kind == "fresh":
+                                cell.setdefault("rate", []).append(r)
+                                if ml and mode == "rne":
+                                    cell.setdefault("ml", []).append(r / ml)
+                        elif (mode, kind) in one_thread:
+                            speedup.append(r / one_thread[mode, kind])
+                            cell.setdefault("threads", []).append(r / one_thread[mode, kind])
+                    ratio = min(rates) / lim[kind]
+                    if threads == 1:
+                        worst[kind] = min(worst[kind], ratio)
+                    rows.append([name, data, str(threads), kind, f"{lim[kind]:.0f}",
+                                 f"{ml:.0f}" if ml and kind == "fresh" else "-"]
+                                + [f"{r:.0f}" for r in rates] + [f"{ratio:.2f}"])
+            if cp_exe:
+                data_file = os.path.join(workdir, "x.f32")
+                x.tofile(data_file)
+                cp = [cpfloat_rate(cp_exe, data_file, n, fmt, mode, repeats) for mode in args.modes]
+                rows.append([name, data, "1", "cpfloat", "-", "-"]
+                            + [f"{r:.0f}" if r else "-" for r in cp] + ["-"])
+                for mode, r in zip(args.modes, cp):
+                    if r:
+                        # CPFloat writes into an existing array: against out=.
+                        vs_cpfloat.append(one_thread[mode, "out="] / r)
+                        summary[name].setdefault("cpfloat", []).append(
+                            one_thread[mode, "out="] / r)
+        print_table(head, rows[-(len(args.threads) * 2 * len(args.datasets)
+                                 + (len(args.datasets) if args.cpfloat else 0)):],
+                    first=name == formats[0])
+    print(f"\nlimit: numpy astype (fresh rows) or np.copyto (out= rows); ml_dt: ml_dtypes "
+          f"astype (rne); worst/limit: slowest mode over the limit.\n"
+          f"one thread: worst fresh/astype {worst['fresh']:.2f} (target 0.8), worst "
+          f"out=/copyto {worst['out=']:.2f} (target 0.6)")
+    if speedup:
+        print(f"two threads over one: min {min(speedup):.2f}x, median "
+              f"{statistics.median(speedup):.2f}x, max {max(speedup):.2f}x (target 1.6x at 10**7)")
+    if vs_cpfloat:
+        print(f"lowprec (1 thread, out=) over CPFloat (1 thread, into an existing array): "
+              f"min {min(vs_cpfloat):.2f}x, "
+              f"median {statistics.median(vs_cpfloat):.2f}x (target >= 1)")
+    print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    if args.markdown:
+        with open(args.markdown, "w") as fh:
+            fh.write(markdown(summary, n, args, load) + "\n" + small + "\n")
+        print(f"summary table written to {args.markdown}")
+    if args.readme:
+        replace_block(args.readme, markdown(summary, n, args, load) + "\n" + small + "\n")
+        print(f"summary table replaced in {args.readme}")
+
+
+def replace_block(path: str, table: str) -> None:
+    """Put ``table`` between the ``<!-- bench_round -->`` and ``<!-- /bench_round -->``
+    lines of ``path`` (which must have them)."""
+    with open(path) as fh:
+        text = fh.read()
+    start, end = "<!-- bench_round -->\n", "<!-- /bench_round -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"{path} has no {start.strip()} ... {end} block to replace")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w") as fh:
+        fh.write(head + start + table + end + tail)
+
+
+def markdown(summary: dict[str, dict[str, list[float]]], n: int, args: argparse.Namespace,
+             load: str) -> str:
+    """The per-format summary: the worst (smallest) ratio over every mode and data
+    set, one thread unless said; the README's speed table."""
+    def worst(cell: dict[str, list[float]], key: str) -> str:
+        """The smallest ratio, and the median in brackets (one slow timing on a
+        shared machine is the smallest more often than the code is)."""
+        v = cell.get(key)
+        return f"{min(v):.2f}x ({statistics.median(v):.2f}x)" if v else "-"
+
+    lines = [f"`round_to` on {n:,} float32 values, modes {', '.join(args.modes)}, data "
+             f"{', '.join(args.datasets)}; each cell is the worst over them and, in brackets, the "
+             f"median; the deterministic modes apart from stochastic rounding (load average "
+             f"{load} at the start).", "",
+             "| format | M values/s (fresh, 1 thread) | fresh / `astype` | `out=` / `copyto` "
+             "| stochastic: fresh, `out=` | 2 threads / 1 | `rne` / ml_dtypes "
+             "| `out=` / CPFloat (1 thread) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for name, cell in summary.items():
+        rate_lo = min(cell["rate"]) if cell.get("rate") else 0
+        rate_hi = max(cell["rate"]) if cell.get("rate") else 0
+        lines.append(f"| {name} | {rate_lo:.0f}–{rate_hi:.0f} | {worst(cell, 'fresh')} | "
+                     f"{worst(cell, 'out=')} | {worst(cell, 'fresh sr')}, "
+                     f"{worst(cell, 'out= sr')} | {worst(cell, 'threads')} | "
+                     f"{worst(cell, 'ml')} | {worst(cell, 'cpfloat')} |")
+    return "\n".join(lines) + "\n"
+
+
+def print_table(head: list[str], rows: list[list[str]], first: bool) -> None:
+    widths = [max(6, len(h)) for h in head]
+    widths[1] = 10
+    if first:
+        print("  ".join(h.rjust(w) for h, w in zip(head, widths)))
+        print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)), flush=True)
 
 
 if __name__ == "__main__":

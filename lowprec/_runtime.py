@@ -132,3 +132,26 @@ def _collect(pending: list):
         bad, status = res.result() if hasattr(res, "result") else res
         yield (offset + bad if bad >= 0 else -1), status
 
+
+
+# Single-pass kernels (no chunks: they allocate nothing per element) are split
+# across threads only where a thread hand-off (tens of microseconds) pays.
+_SPLIT_MIN = 1 << 18  # elements per thread, at least
+
+
+def _run_split(run, n: int, block: int) -> list:
+    """``run(start, stop)`` over 0..n, on up to :func:`_threads` threads in
+    parts of at least ``_SPLIT_MIN`` elements cut at multiples of ``block``
+    (stochastic rounding's block); the calling thread does the first part
+    itself. Returns ``(start, result)`` of the parts, in order."""
+    if n < 2 * _SPLIT_MIN:
+        return [(0, run(0, n))]
+    nt = min(_threads(), n // _SPLIT_MIN)
+    if nt == 1:
+        return [(0, run(0, n))]
+    global _POOL
+    if _POOL is None or _POOL._max_workers != nt:  # noqa: SLF001  (the pool _submit uses)
+        _POOL = ThreadPoolExecutor(max_workers=nt, thread_name_prefix="lowprec")
+    cuts = [((n * k) // nt) // block * block for k in range(nt)] + [n]
+    futures = [(a, _POOL.submit(run, a, b)) for a, b in zip(cuts[1:-1], cuts[2:])]
+    return [(0, run(cuts[0], cuts[1]))] + [(a, f.result()) for a, f in futures]

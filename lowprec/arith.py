@@ -55,10 +55,10 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import arith, arith_fast, params, sr
+from ._kernels import arith, arith_fast, bits32, convert, params, sr
 from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
 from .formats import FloatFormat, get_format, reference_dtype
-from .rounding import check_mode, decode, encode
+from .rounding import _check_out, check_mode, decode, encode
 
 __all__ = ["add", "div", "fma", "mul", "sqrt", "sub"]
 
@@ -92,6 +92,8 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
         return arr.view(fmt.code_dtype).astype(np.int64), "own"
     values, _ = _as_float_array(arr, f"operand {name}")
     kind = "f32" if values.dtype == np.float32 else "other"
+    if kind == "f32" and bits32.supports(fmt):
+        return _float32_operand_codes(values, fmt, name), kind
     flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
     out = np.empty(flat.shape, dtype=np.int64)
     bad = arith.to_code_kernel(params.format_params(fmt), flat.view(np.int64), out)
@@ -109,8 +111,35 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
     return out.reshape(values.shape), kind
 
 
+def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> np.ndarray:
+    """Codes of a float32 operand through the bits32 kernel (vectorised), with
+    the checks of ``arith.to_code_kernel``: a value is one when its code decodes
+    back to it (-0.0 is 0 in formats without negative zero), a NaN when
+    the format has NaNs (float32 NaNs were quieted by the float64 conversion
+    this replaces, so signalling ones are taken too), an infinity only in
+    formats with them."""
+    flat = np.ascontiguousarray(values).reshape(-1)
+    codes = np.empty(flat.shape, fmt.code_dtype)
+    kernel, q = convert.kernel_for(fmt, params.RTZ, False, False)
+    no_nan_code = kernel(q, flat, np.empty(0, np.uint64), codes, True)
+    back = decode(codes, fmt)
+    with np.errstate(invalid="ignore"):
+        ok = back == flat
+    if fmt.has_nan and not no_nan_code:
+        ok |= np.isnan(flat)
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        if np.isnan(flat[bad]):
+            raise ValueError(f"operand {name}: element {bad} is NaN, and {fmt.name} has no NaN")
+        raise ValueError(
+            f"operand {name}: element {bad} ({float(flat[bad])!r}) is not a value of {fmt.name}; "
+            f"round it first, e.g. lowprec.round_to(x, {fmt.name!r})"
+        )
+    return codes.astype(np.int64).reshape(values.shape)
+
+
 def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnormals: bool,
-           flags: bool, rng: Any, codes: bool) -> Any:
+           flags: bool, rng: Any, codes: bool, into: Any = None) -> Any:
     fmt = _check_format(fmt)
     mode = check_mode(mode)
     stochastic = mode == "stochastic"
@@ -142,10 +171,17 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
         result = decode(out, fmt)
         if kinds <= {"f32", "own"} and "f32" in kinds and fmt.fits_float32:
             result = result.astype(np.float32)
-    if scalar:
+    if into is not None:  # out=, numpy's convention: written in place and returned
+        np.copyto(_check_out(into, result.shape, result.dtype, _OP_NAMES[op]), result)
+        result = into
+    elif scalar:
         result = result[()]
         flag_arr = flag_arr[()] if flags else flag_arr
     return (result, flag_arr) if flags else result
+
+
+_OP_NAMES = {arith.ADD: "add", arith.SUB: "sub", arith.MUL: "mul", arith.DIV: "div",
+             arith.SQRT: "sqrt", arith.FMA: "fma"}
 
 
 def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
@@ -157,13 +193,14 @@ def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
     <= 2p <= 48 bits, and its exponent stays in float64's normal range.
     Quotients and roots are not exact in float64, but rounded to odd there
     (``arith_fast.div_sqrt_odd_kernel``) they round like the exact value in every
-    deterministic mode.
+    deterministic mode; so do the sums of bf16, tf32 and fp32 values, rounded
+    to odd with TwoSum's exact error (``arith_fast.fma_odd_kernel`` with b = 1).
     """
     if not (fmt.signed and fmt.has_subnormals):
         return False
     s = fmt.smallest_subnormal_exponent
     if op in (arith.ADD, arith.SUB):
-        return fmt.emax + 2 - s <= 53
+        return _sum_is_exact(fmt) or (mode != "stochastic" and fmt.mantissa_bits <= 23)
     if op == arith.MUL:
         return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
     if op in (arith.DIV, arith.SQRT, arith.FMA):  # round to odd in float64
@@ -172,11 +209,21 @@ def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
     return False
 
 
+def _sum_is_exact(fmt: FloatFormat) -> bool:
+    """Whether float64 holds every sum of two values of ``fmt`` exactly."""
+    return fmt.emax + 2 - fmt.smallest_subnormal_exponent <= 53
+
+
 def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarray:
     """Codes of ``op`` computed exactly in float64 (see :func:`_float64_is_exact`)
     and rounded once by the engine (``encode``, its fast path). IEEE float64
     arithmetic gives the right infinities, NaNs and signs of zero -- except that
     an exact zero sum is -0 when rounding down (unless both terms are +0)."""
+    if op in (arith.ADD, arith.SUB) and not _sum_is_exact(fmt):
+        # a + b = fma(a, 1, b): the sum rounded to odd in float64.
+        a, b = operands
+        operands = (a, 1.0, np.negative(b) if op == arith.SUB else b)
+        op = arith.FMA
     if op in (arith.DIV, arith.SQRT, arith.FMA):
         xs = [np.asarray(v, dtype=np.float64) for v in operands]
         shape = np.broadcast_shapes(*(v.shape for v in xs))
@@ -259,50 +306,52 @@ _DOC_ARGS = """
         ``stochastic``); saturate: clamp overflow to ±max; subnormals: False
         flushes subnormal results to zero; flags: also return the IEEE flags;
         rng: Generator or seed for ``stochastic`` (one 64-bit word per element);
-        codes: operands and result are bit patterns instead of values.
+        codes: operands and result are bit patterns instead of values;
+        out: an existing array of the result's shape and dtype to write it
+        into (returned), as in numpy.
 """
 
 
 def add(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a + b, correctly rounded in ``fmt``."""
-    return _apply(arith.ADD, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.ADD, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def sub(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a - b, correctly rounded in ``fmt``."""
-    return _apply(arith.SUB, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.SUB, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def mul(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a * b, correctly rounded in ``fmt``."""
-    return _apply(arith.MUL, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.MUL, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def div(a: Any, b: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
         subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a / b, correctly rounded in ``fmt``."""
-    return _apply(arith.DIV, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.DIV, (a, b), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def sqrt(a: Any, fmt: FloatFormat | str, mode: str = "rne", *, saturate: bool = False,
          subnormals: bool = True, flags: bool = False, rng: Any = None,
-         codes: bool = False) -> Any:
+         codes: bool = False, out: np.ndarray | None = None) -> Any:
     """Square root of a, correctly rounded in ``fmt``."""
-    return _apply(arith.SQRT, (a,), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.SQRT, (a,), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 def fma(a: Any, b: Any, c: Any, fmt: FloatFormat | str, mode: str = "rne", *,
         saturate: bool = False, subnormals: bool = True, flags: bool = False, rng: Any = None,
-        codes: bool = False) -> Any:
+        codes: bool = False, out: np.ndarray | None = None) -> Any:
     """a * b + c with a single rounding in ``fmt`` (fused multiply-add)."""
-    return _apply(arith.FMA, (a, b, c), fmt, mode, saturate, subnormals, flags, rng, codes)
+    return _apply(arith.FMA, (a, b, c), fmt, mode, saturate, subnormals, flags, rng, codes, out)
 
 
 for _f in (add, sub, mul, div, sqrt, fma):

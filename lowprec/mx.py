@@ -53,8 +53,9 @@ Special cases (the spec's choices, and ours where it leaves one):
   ``q / 64``; quantization is symmetric (``q`` in -127..127, never -128),
   decoding accepts -128 (value -2) as the spec defines it.
 
-Elements are rounded by :func:`lowprec.encode` (the one rounding engine) in any
-of its modes, saturating at the element maximum. Scaling by ``2**-k`` is exact
+Elements are rounded by the one rounding engine (:func:`lowprec.encode`, or for
+float32 input its float32 kernel, called from the block pass of
+:mod:`lowprec._kernels.blocks`) in any of its modes, saturating at the element maximum. Scaling by ``2**-k`` is exact
 (float64; float32 for float32 input in ``rne``/``rna``/``rtz``, where only
 values that round to zero anyway can lose bits); for float64 input a value
 could underflow float64 only if its block spans more than ~1000 binades.
@@ -68,6 +69,9 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
+from ._kernels import bits32, convert, odd64
+from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize, twos_complement
+from ._kernels.params import MODE_INT
 from ._names import did_you_mean
 from .formats import FloatFormat, custom_format, get_format
 from .rounding import check_mode, decode, encode, round_to
@@ -281,6 +285,12 @@ class MXTensor:
         """``X * P_i`` for every element (exact in float64; every MX value of a
         float32 input also fits float32 exactly, so ``dtype=np.float32`` is
         exact for those)."""
+        fast = dequantize_blocks(self.codes, self.scales, _element_values(self.fmt),
+                                 self.axis, self.block_size, dtype)
+        return fast if fast is not None else self._dequantize_reference(dtype)
+
+    def _dequantize_reference(self, dtype: Any = np.float64) -> np.ndarray:
+        """:meth:`dequantize` in numpy steps (the reference of the compiled one)."""
         with np.errstate(invalid="ignore"):
             out = self._broadcast(self.scales, self.elements)
         return np.ascontiguousarray(out, dtype=dtype)
@@ -376,6 +386,10 @@ def quantize(
     mode, rng:
         Rounding of the elements, any :data:`lowprec.MODES` mode (``rng`` for
         ``"stochastic"``); elements saturate at the element maximum.
+
+    Float32 input in a deterministic mode takes one compiled pass over the blocks
+    (:mod:`lowprec._kernels.blocks`); everything else, and the reference the tests
+    hold that pass equal to, is :func:`_quantize_reference`.
     """
     mxf = get_mx_format(fmt)
     rule = _check_rule(scale_rule)
@@ -385,7 +399,42 @@ def quantize(
     if arr.ndim == 0:
         arr = arr.reshape(1)
     axis = _blocks.normalize_axis(axis, arr.ndim)
+    if arr.dtype == np.float32 and arr.size and rng is None and mode != "stochastic":
+        fast = _quantize_fast(arr, mxf, axis, block_size, rule, mode)
+        if fast is not None:
+            return fast
+    return _quantize_reference(arr, mxf, axis, block_size, rule, mode, rng=rng)
 
+
+def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, rule: str,
+                   mode: str) -> MXTensor | None:
+    """:func:`quantize` of a float32 array through the block kernel; None where it does
+    not apply. Elements are scaled in float32 for ``rne``/``rna``/``rtz`` and exactly
+    (float64, then rounded to odd in float32) otherwise, as the reference does."""
+    elem = mxf.element
+    wide = mode not in ("rne", "rna", "rtz")
+    if not bits32.supports(elem) or (wide and not odd64.supports(elem)):
+        return None
+    m = MODE_INT[mode]
+    moved = np.moveaxis(arr, axis, -1)
+    cols = moved.shape[-1]
+    nb = -(-cols // block_size)
+    codes, scale_codes = mx_quantize(
+        np.ascontiguousarray(moved).reshape(-1), cols, block_size, RULE_INT[rule],
+        mxf.emax_elem, elem.mantissa_bits, 1.0 / mxf.element_max,
+        *convert.kernel_for(elem, m, True, False), wide)
+    if mxf.integer:
+        twos_complement(codes)
+    codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))
+    scale_codes = np.ascontiguousarray(
+        np.moveaxis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
+    return MXTensor(codes, scale_codes, mxf, tuple(arr.shape), axis, block_size, rule)
+
+
+def _quantize_reference(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int,
+                        rule: str, mode: str, *, rng: Any = None) -> MXTensor:
+    """:func:`quantize` in whole-array numpy steps (``arr`` the working array, the
+    other arguments checked): the reference of the block kernel."""
     blocks = _blocks.to_blocks(arr, axis, block_size)
     if blocks.size:  # max |x| per block (NaN if it holds a NaN) without an |x| copy
         amax = np.maximum(blocks.max(axis=-1), -blocks.min(axis=-1))

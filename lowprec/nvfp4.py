@@ -37,12 +37,18 @@ and element codes 0, so it dequantizes to NaN; such values are left out of
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from . import _blocks
+from ._kernels import bits32, convert
+from ._kernels.blocks import dequantize_blocks, nvfp4_block_amax, nvfp4_elements
+from ._kernels.params import MODE_INT, STOCHASTIC
+from ._kernels.sr import SR_BLOCK
+from ._runtime import _get_rng, _random_words
 from .formats import get_format
 from .rounding import check_mode, decode, encode
 
@@ -53,6 +59,7 @@ BLOCK_SCALE = get_format("fp8_e4m3")
 _F32 = np.float32
 _FLT_MAX = _F32(np.finfo(np.float32).max)
 _E4M3_NAN = 0x7F
+_NO_SEEDS = np.empty(0, np.uint64)
 
 
 def global_encode_scale(amax: float) -> np.float32:
@@ -64,6 +71,23 @@ def global_encode_scale(amax: float) -> np.float32:
     if amax == 0 or s == 0 or np.isnan(s):
         return _F32(1.0)
     return _F32(s)
+
+
+_TABLES: dict[str, np.ndarray] = {}
+
+
+def _element_table() -> np.ndarray:
+    """The value of every E2M1 code, float64 (cached)."""
+    if "e2m1" not in _TABLES:
+        _TABLES["e2m1"] = np.asarray(decode(np.arange(16, dtype=np.uint8), ELEMENT))
+    return _TABLES["e2m1"]
+
+
+def _scale_table() -> np.ndarray:
+    """The value of every E4M3 code as float32 (NaN for 0x7F, 0xFF), cached."""
+    if "e4m3" not in _TABLES:
+        _TABLES["e4m3"] = decode(np.arange(256, dtype=np.uint8), BLOCK_SCALE).astype(_F32)
+    return _TABLES["e4m3"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +119,12 @@ class NVFP4Tensor:
 
     def dequantize(self, dtype: Any = np.float64) -> np.ndarray:
         """``e * s_block * s_tensor``, exact in float64."""
+        fast = dequantize_blocks(self.codes, self.scales * np.float64(self.global_scale),
+                                 _element_table(), self.axis, self.block_size, dtype)
+        return fast if fast is not None else self._dequantize_reference(dtype)
+
+    def _dequantize_reference(self, dtype: Any = np.float64) -> np.ndarray:
+        """:meth:`dequantize` in numpy steps (the reference of the compiled one)."""
         elems = decode(self.codes, ELEMENT)
         with np.errstate(invalid="ignore"):
             out = self._broadcast(self.scales * np.float64(self.global_scale), elems)
@@ -162,6 +192,11 @@ def quantize(
     Transformer Engine uses ``rne``, and ``stochastic`` for gradients).
     ``global_scale`` is the FP32 per-tensor decode scale; by default
     ``amax(x) / (448 * 6)`` as the recipe computes it.
+
+    The work is done by the compiled block kernels (:mod:`lowprec._kernels.blocks`: one
+    pass for the block amaxes, one for the elements); :func:`_quantize_reference`, the
+    numpy implementation the tests hold them equal to, takes what they do not (the
+    stochastic mode on rows the block size does not divide, errors).
     """
     mode = check_mode(mode)
     block_size = _blocks.check_block_size(block_size)
@@ -172,6 +207,77 @@ def quantize(
         x32 = x32.reshape(1)
     axis = _blocks.normalize_axis(axis, x32.ndim)
 
+    if global_scale is not None:
+        s_dec = _F32(global_scale)
+        if not (np.isfinite(s_dec) and s_dec > 0):
+            raise ValueError(f"global_scale must be a positive finite float32, got {global_scale!r}")
+    if x32.size and bits32.supports(ELEMENT):
+        fast = _quantize_fast(x32, axis, block_size, mode, global_scale, rng)
+        if fast is not None:
+            return fast
+    return _quantize_reference(x32, axis, block_size, mode, global_scale, rng=rng)
+
+
+def _tensor_scales(amax: float, global_scale: float | None) -> tuple[np.float32, np.float32]:
+    """``(S_enc, s_tensor)`` from the tensor's amax, or from the given decode scale."""
+    if global_scale is None:
+        s_enc = global_encode_scale(amax)
+        return s_enc, _F32(1) / s_enc
+    s_dec = _F32(global_scale)
+    return _F32(1) / s_dec, s_dec
+
+
+def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32) -> np.ndarray:
+    """E4M3 codes of ``block_amax * (S_enc / 6)`` (FP32, rne, saturating): what
+    ``encode(..., "rne", saturate=True)`` gives, from its float32 kernel directly."""
+    s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
+    np.minimum(s_dec_b, _FLT_MAX, out=s_dec_b)
+    codes = np.empty(s_dec_b.shape, np.uint8)
+    kernel, q = convert.kernel_for(BLOCK_SCALE, MODE_INT["rne"], True, False)
+    kernel(q, s_dec_b, _NO_SEEDS, codes, True)
+    return codes  # every float32, NaN included, has an E4M3 code
+
+
+def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
+                   global_scale: float | None, rng: Any) -> NVFP4Tensor | None:
+    """:func:`quantize` through the block kernels (a pass for the block amaxes, a pass
+    for the elements); None where it does not apply or a scaled element is NaN (the
+    reference then raises)."""
+    m = MODE_INT[mode]
+    moved = np.moveaxis(x32, axis, -1)
+    cols = moved.shape[-1]
+    nb = -(-cols // block_size)
+    if m == STOCHASTIC:
+        # The reference draws one seed per SR_BLOCK elements of its zero-padded blocks.
+        if cols % block_size or math.lcm(block_size, SR_BLOCK) > 1 << 20:
+            return None
+        seeds = _random_words(_get_rng(rng), -(-moved.size // SR_BLOCK))
+    elif rng is not None:
+        return None  # the reference raises: rng is for stochastic rounding only
+    else:
+        seeds = np.empty(0, np.uint64)
+    flat = np.ascontiguousarray(moved).reshape(-1)
+    n_blocks = (flat.size // cols) * nb
+    block_amax = np.empty(n_blocks, _F32)
+    bad = np.empty(n_blocks, np.bool_)
+    nvfp4_block_amax(flat, cols, block_size, block_amax, bad)
+    s_enc, s_dec = _tensor_scales(float(block_amax.max()), global_scale)
+    scale_codes = _block_scale_codes(block_amax, s_enc)
+    codes = nvfp4_elements(flat, cols, block_size, scale_codes, _scale_table(), s_dec, bad,
+                           *convert.kernel_for(ELEMENT, m, True, False), seeds)
+    if codes is None:
+        return None
+    scale_codes[bad] = _E4M3_NAN
+    codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))
+    scale_codes = np.ascontiguousarray(
+        np.moveaxis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
+    return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size)
+
+
+def _quantize_reference(x32: np.ndarray, axis: int, block_size: int, mode: str,
+                        global_scale: float | None, *, rng: Any = None) -> NVFP4Tensor:
+    """:func:`quantize` in whole-array numpy steps (``x32`` the float32 input, the other
+    arguments checked): the reference of the block kernels."""
     blocks = _blocks.to_blocks(x32, axis, block_size)
     mag = np.abs(blocks)
     finite = np.isfinite(mag)

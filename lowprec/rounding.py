@@ -24,20 +24,14 @@ into subnormals included), then overflow is applied:
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from ._kernels import convert, engine, params, sr
+from ._kernels import bits32, convert, engine, params, sr
 from ._names import did_you_mean
-from ._runtime import (
-    _CHUNK,
-    _as_float_array,
-    _collect,
-    _get_rng,
-    _random_words,
-    _submit,
-)
+from ._runtime import _SPLIT_MIN, _as_float_array, _get_rng, _random_words, _run_split
 from .formats import FloatFormat, get_format
 
 __all__ = ["MODES", "round_to", "encode", "decode", "check_mode"]
@@ -78,11 +72,84 @@ def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat)
     )
 
 
+@lru_cache(maxsize=512)
+def _small_kernel(fmt: FloatFormat | str, mode: str, saturate: bool, subnormals: bool,
+                  to_codes: bool) -> tuple | None:
+    """(kernel, params, output dtype) of the single-call path, or None where it
+    does not apply (stochastic rounding, fp32)."""
+    f = get_format(fmt)
+    m = params.MODE_INT[check_mode(mode)]
+    if m == params.STOCHASTIC or not bits32.supports(f):
+        return None
+    kernel, q = convert.kernel_for(f, m, bool(saturate), not subnormals)
+    return kernel, q, (f.code_dtype if to_codes else np.dtype(np.float32))
+
+
+def _small(x: Any, fmt: Any, mode: str, saturate: bool, subnormals: bool,
+           to_codes: bool) -> np.ndarray | None:
+    """The single-call path for small contiguous float32 arrays: straight to the
+    bits32 kernel, no chunks, threads or per-call set-up (a few microseconds
+    less than :func:`_convert`, which is most of the time of a small call).
+    None where it does not apply; :func:`_convert` then does everything,
+    errors included."""
+    if not (type(x) is np.ndarray and x.dtype == np.float32 and x.size < _SPLIT_MIN
+            and x.flags.c_contiguous):
+        return None
+    try:
+        found = _SMALL[fmt, mode, saturate, subnormals, to_codes]
+    except KeyError:
+        found = _small_found(fmt, mode, saturate, subnormals, to_codes)
+    except TypeError:  # unhashable arguments: _convert says what is wrong
+        return None
+    if found is None:
+        return None
+    kernel, q, dtype = found
+    flat = x if x.ndim == 1 else x.reshape(-1)
+    out = np.empty(flat.shape[0], dtype)
+    if kernel(q, flat, _NO_SEEDS, out, to_codes):
+        return None  # a NaN without a code: _convert says which
+    return out if x.ndim == 1 else out.reshape(x.shape)
+
+
+_SMALL: dict[tuple, tuple | None] = {}
+
+
+def _small_found(fmt: Any, mode: Any, saturate: Any, subnormals: Any,
+                 to_codes: bool) -> tuple | None:
+    """_small_kernel for a new combination of arguments, remembered in _SMALL
+    (None where the path does not apply or the arguments are wrong)."""
+    try:
+        found = _small_kernel(fmt, mode, saturate, subnormals, to_codes)
+    except (ValueError, KeyError, TypeError):
+        return None  # _convert raises the proper error
+    if len(_SMALL) < 512:
+        _SMALL[fmt, mode, saturate, subnormals, to_codes] = found
+    return found
+
+
+def _check_out(out: Any, shape: tuple, dtype: Any, what: str) -> np.ndarray:
+    """``out=`` the numpy way: an existing, writeable array of the result's shape and dtype."""
+    if not isinstance(out, np.ndarray):
+        raise TypeError(f"out must be a numpy array, got {type(out).__name__}")
+    if out.shape != shape or out.dtype != dtype:
+        raise ValueError(
+            f"out has shape {out.shape} and dtype {out.dtype}; {what} needs shape {shape} "
+            f"and dtype {np.dtype(dtype)}"
+        )
+    if not out.flags.writeable:
+        raise ValueError("out is read-only")
+    return out
+
+
+_NO_SEEDS = np.empty(0, dtype=np.uint64)
+_NO_FLAGS = np.empty(0, dtype=np.uint8)
+
+
 def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnormals: bool,
-             rng: Any, *, to_codes: bool, want_flags: bool = False) -> Any:
+             rng: Any, *, to_codes: bool, want_flags: bool = False, out: Any = None) -> Any:
     """Values (or codes, and flags) of ``x`` in ``fmt``: argument checks, then the
-    array in chunks through ``_kernels.convert`` (its fast path; the reference
-    when flags are asked for)."""
+    array through ``_kernels.convert`` (its fast path; the reference when flags
+    are asked for), split across threads where that pays."""
     fmt = get_format(fmt)
     mode = check_mode(mode)
     arr, scalar = _as_float_array(x)
@@ -93,12 +160,21 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
         raise ValueError(f"rng is only used by mode='stochastic', not mode={mode!r}")
 
     if to_codes:
-        out = np.empty(arr.shape, dtype=fmt.code_dtype)
+        out_dtype = fmt.code_dtype
     else:
         # float32 in, float32 out when every value of the format is a float32.
-        out_dtype = np.float32 if (arr.dtype == np.float32 and fmt.fits_float32) else np.float64
+        out_dtype = np.dtype(np.float32 if (arr.dtype == np.float32 and fmt.fits_float32)
+                             else np.float64)
+    result = None
+    if out is not None:
+        result = _check_out(out, arr.shape, out_dtype, "encode" if to_codes else "round_to")
+        # The kernels write element i after reading it: out may be x itself,
+        # but another view of x's memory (or a strided out) is written apart.
+        if not out.flags.c_contiguous or (out is not arr and np.may_share_memory(out, arr)):
+            out = None
+    if out is None:
         out = np.empty(arr.shape, dtype=out_dtype)
-    flags = np.zeros(arr.shape if want_flags else 0, dtype=np.uint8)
+    flags = np.zeros(arr.shape, dtype=np.uint8) if want_flags else _NO_FLAGS
 
     x_flat = arr.reshape(-1)  # a view when arr is contiguous
     if not x_flat.flags.c_contiguous:
@@ -108,29 +184,30 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
     bits = x_flat.view(np.uint64 if x_flat.dtype == np.float64 else np.uint32)
     path = "reference" if want_flags else "fast"
     ftz = not subnormals
+    # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements, drawn
+    # from the Generator in order; the kernels make each element's word from
+    # its block's seed and its index in the block (see sr.sr_word). Results
+    # depend on the seed only, never on the number of threads.
+    block = sr.SR_BLOCK
+    seeds = _random_words(gen, -(-bits.shape[0] // block)) if gen is not None else _NO_SEEDS
 
-    def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
+    def run(start: int, stop: int) -> tuple[int, int]:
         """Convert elements start..stop (a compiled kernel; releases the GIL)."""
         xb, o = bits[start:stop], out_flat[start:stop]
+        s = seeds[start // block:] if stochastic else seeds
         if to_codes:
             fl = flags_flat[start:stop] if want_flags else None
-            return convert.to_codes(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=seeds,
+            return convert.to_codes(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=s,
                                     flags=fl, path=path)
-        return convert.to_values(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=seeds,
-                                 path=path)
+        return convert.to_values(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=s, path=path)
 
-    # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements is
-    # drawn from the Generator, in order, a chunk at a time; the kernels make
-    # each element's word from its block's seed and its index in the block
-    # (see sr.sr_word). Results depend on the seed only, never on the
-    # number of threads.
-    no_seeds = np.empty(0, dtype=np.uint64)
-    for start in range(0, bits.shape[0], _CHUNK):
-        stop = min(start + _CHUNK, bits.shape[0])
-        seeds = no_seeds if gen is None else _random_words(gen, -(-(stop - start) // sr.SR_BLOCK))
-        for bad, status in _collect(_submit(run, start, stop, seeds)):
-            if bad >= 0:
-                _raise_status(x_flat, bad, status, fmt)
+    for start, (bad, status) in _run_split(run, bits.shape[0], block):
+        if bad >= 0:
+            _raise_status(x_flat, start + bad, status, fmt)
+    if result is not None:
+        if result is not out:
+            np.copyto(result, out)
+        return (result, flags) if want_flags else result
     if scalar:
         return (out[()], flags[()]) if want_flags else out[()]
     return (out, flags) if want_flags else out
@@ -144,6 +221,7 @@ def round_to(
     saturate: bool = False,
     subnormals: bool = True,
     rng: Any = None,
+    out: np.ndarray | None = None,
 ) -> Any:
     """Round ``x`` to the nearest values of ``fmt`` (under ``mode``).
 
@@ -170,18 +248,33 @@ def round_to(
         SplitMix64 (``lowprec._kernels.sr.sr_word``); the same seed gives the same
         result, whatever the number of threads.
 
+    out:
+        An existing array to write the result into (numpy's convention: the
+        result's shape and dtype, see Returns); it is returned. It may be
+        ``x`` itself, to round in place.
+
     Returns
     -------
     An array of ``x``'s shape: float32 if ``x`` is float32 (and the format's
     values fit float32, as all built-in formats do), otherwise float64. A
     scalar input gives a numpy scalar.
 
+    >>> import numpy as np
+    >>> x = np.array([0.1, 1000.0], np.float32)
+    >>> buf = np.empty_like(x)
+    >>> round_to(x, "fp8_e4m3", saturate=True, out=buf) is buf, buf.tolist()
+    (True, [0.1015625, 448.0])
+
     >>> float(round_to(0.1, "bf16"))
     0.10009765625
     >>> float(round_to(500.0, "fp8_e4m3")), float(round_to(500.0, "fp8_e4m3", saturate=True))
     (nan, 448.0)
     """
-    return _convert(x, fmt, mode, saturate, subnormals, rng, to_codes=False)
+    if out is None and rng is None:
+        small = _small(x, fmt, mode, saturate, subnormals, False)
+        if small is not None:
+            return small
+    return _convert(x, fmt, mode, saturate, subnormals, rng, to_codes=False, out=out)
 
 
 def encode(
@@ -193,6 +286,7 @@ def encode(
     subnormals: bool = True,
     rng: Any = None,
     flags: bool = False,
+    out: np.ndarray | None = None,
 ) -> Any:
     """Round ``x`` to ``fmt`` and return the bit patterns (codes).
 
@@ -203,11 +297,18 @@ def encode(
     (TestFloat layout: 0x01 inexact, 0x02 underflow, 0x04 overflow, 0x10 invalid).
 
     Raises ``ValueError`` for NaN into a format with no NaN code (fp4, fp6).
+    ``out=``: an existing array of the codes' shape and dtype to write them
+    into (it is returned), as in numpy.
 
     >>> hex(int(encode(1.0, "fp8_e4m3")))
     '0x38'
     """
-    return _convert(x, fmt, mode, saturate, subnormals, rng, to_codes=True, want_flags=flags)
+    if out is None and rng is None and not flags:
+        small = _small(x, fmt, mode, saturate, subnormals, True)
+        if small is not None:
+            return small
+    return _convert(x, fmt, mode, saturate, subnormals, rng, to_codes=True, want_flags=flags,
+                    out=out)
 
 
 def decode(codes: Any, fmt: FloatFormat | str) -> Any:

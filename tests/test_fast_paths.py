@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import lowprec as lp
-from lowprec._kernels import convert, params, sr
-from lowprec._runtime import _CHUNK
+from lowprec._kernels import bits32, convert, params, sr
+from lowprec._runtime import _CHUNK, _SPLIT_MIN
 
 FORMATS = ["fp32", "fp16", "bf16", "tf32", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp8_e3m4",
            "fp6_e3m2", "fp6_e2m3", "fp4_e2m1"]
@@ -68,8 +68,10 @@ def _reference(x, fmt, mode, rng=None, values=False):
 def test_fast_equals_reference_every_mode_float32(fmt):
     f = lp.get_format(fmt)
     x = _inputs(f)
-    # The fast side really takes a fast kernel: the vectorised one for these formats.
-    assert convert.fast_path(f, False, True, False) == "vec32"
+    # The fast side really takes a fast kernel: the branch-free bits32 one for
+    # every format it supports, the vectorised one for fp32.
+    assert convert.fast_path(f, False, True, False) == ("bits32" if bits32.supports(f)
+                                                        else "vec32")
     for mode in lp.MODES:
         kw = {"rng": 12} if mode == "stochastic" else {}
         ref = _reference(x, f, mode, **kw)
@@ -90,14 +92,16 @@ def test_fast_equals_reference_every_mode_float32(fmt):
 def test_fast_equals_reference_float64(fmt):
     x = _inputs(fmt, is64=True)
     x = np.concatenate([x, x * (1 + 2.0**-40)])  # bits below float32's precision
-    assert convert.fast_path(lp.get_format(fmt), True, True, False) == "scalar"
+    # float64 through float32 rounded to odd (odd64), stochastic on the scalar kernel.
+    assert convert.fast_path(lp.get_format(fmt), True, True, False) == "odd64"
     for mode in lp.MODES:
         kw = {"rng": 5} if mode == "stochastic" else {}
         np.testing.assert_array_equal(lp.encode(x, fmt, mode, **kw), _reference(x, fmt, mode, **kw))
 
 
 def test_stochastic_is_independent_of_threads_and_chunks(monkeypatch):
-    x = np.random.default_rng(0).standard_normal(300_000).astype(np.float32)
+    # Long enough to be split across threads (_runtime._run_split).
+    x = np.random.default_rng(0).standard_normal(2 * _SPLIT_MIN + 12_345).astype(np.float32)
     runs = []
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("LOWPREC_NUM_THREADS", threads)
@@ -155,7 +159,7 @@ def test_formats_without_mantissa_bits_round_ties_up(is64):
     x = np.array([3.0, 6.0, 12.0, 0.75, -3.0, 1.5, 2.9], dt)
     for f in (custom_format(4, 0, has_inf=False, nan="max"),
               custom_format(3, 0, has_inf=False, nan="none")):
-        assert convert.fast_path(f, is64, True, False) == "reference"
+        assert convert.fast_path(f, is64, True, False) == ("odd64" if is64 else "bits32")
         np.testing.assert_array_equal(lp.encode(x, f), _reference(x, f, "rne"))
         np.testing.assert_array_equal(lp.round_to(x, f), [4, 8, 16, 1, -4, 2, 2])
 
@@ -172,7 +176,8 @@ def test_entry_points_refuse_what_they_cannot_do():
         convert.to_codes(f, bits, params.STOCHASTIC, codes, path="reference")
     with pytest.raises(TypeError, match="uint32/uint64"):
         convert.to_codes(f, bits.view(np.int32), params.RNE, codes)
-    # Flush to zero and float64 without room in the exponent leave the vectorised kernel.
-    assert convert.fast_path(f, False, True, True) == "scalar"
-    assert convert.fast_path(lp.get_format("e8m0"), False, True, False) == "reference"
+    # bits32 flushes to zero and takes e8m0; vec32 (fp32) does not flush.
+    assert convert.fast_path(f, False, True, True) == "bits32"
+    assert convert.fast_path(lp.get_format("fp32"), False, True, True) == "scalar"
+    assert convert.fast_path(lp.get_format("e8m0"), False, True, False) == "bits32"
     assert convert.fast_path(f, False, False, False) == "reference"

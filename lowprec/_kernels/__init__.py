@@ -2,5 +2,6 @@
 
 ``engine`` is the scalar reference rounding engine (``round_pack``), ``arith``
 the exact integer arithmetic that ends in it, ``matmul`` the accumulation
-kernels. Nothing here is public API.
+kernels, ``bits32`` the branch-free float32 fast path of ``round_to`` and
+``encode`` (held bit-equal to ``round_pack``). Nothing here is public API.
 """

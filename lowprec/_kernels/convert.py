@@ -3,7 +3,8 @@ kind: :func:`to_codes` and :func:`to_values`. Each chooses its kernel by ``path`
 
 * ``"reference"``: the scalar reference, ``engine.convert_one`` -> ``round_pack``
   for every element (the only path that reports exception flags);
-* ``"fast"``: the fastest twin that applies (``fast.vec32_kernel``, else
+* ``"fast"``: the fastest twin that applies (``bits32.round_bits32`` for
+  float32 in, every format but fp32; else ``fast.vec32_kernel``, else
   ``fast.fast_kernel``), and the reference where none does (:func:`fast_path`).
 
 Both give the same codes and values bit for bit, stochastic rounding included
@@ -28,12 +29,13 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from . import bits32, bits32_direct, odd64
 from .engine import encode_kernel, round_kernel
 from .fast import fast_kernel, vec32_kernel
-from .params import MODE_INT, STOCHASTIC, FormatParams, format_params
+from .params import INVALID_NAN, MODE_INT, STOCHASTIC, FormatParams, format_params
 from .sr import SR_BLOCK, sr_fill
 
-__all__ = ["MODE_INT", "PATHS", "fast_path", "to_codes", "to_values"]
+__all__ = ["MODE_INT", "PATHS", "fast_path", "kernel_for", "to_codes", "to_values"]
 
 #: The paths an entry point takes.
 PATHS = ("reference", "fast")
@@ -49,14 +51,23 @@ def _params(fmt: Any) -> FormatParams:
 
 @lru_cache(maxsize=1024)
 def fast_path(fmt: Any, is64: bool, same_type: bool, ftz: bool) -> str:
-    """The kernel ``path="fast"`` takes: ``"vec32"``, ``"scalar"`` or ``"reference"``.
+    """The kernel ``path="fast"`` takes: ``"bits32"``, ``"vec32"``, ``"scalar"`` or
+    ``"reference"``.
 
+    ``bits32`` takes float32 in (values out as float32, or codes) for every
+    format it supports (:func:`bits32.supports`: all of the registry but fp32);
+    ``odd64`` float64 in for the formats of :func:`odd64.supports`, in every
+    mode but stochastic (which then takes ``scalar``).
     ``fast_kernel`` needs a signed format with subnormals and mantissa bits
     whose values are all of the input's type (it takes ties-to-even's parity
     from the input's bits, which for m = 0 is an exponent bit), and values out
     of the input's type (``same_type``) or codes. ``vec32_kernel`` needs besides
     float32 in, no flush to zero, and a normal range that starts inside float32's.
     """
+    if not is64 and same_type and bits32.supports(fmt):
+        return "bits32"
+    if is64 and same_type and odd64.supports(fmt):
+        return "odd64"  # float64 -> float32 rounded to odd -> bits32 (not stochastic)
     if not (fmt.signed and fmt.has_subnormals and fmt.mantissa_bits > 0 and same_type
             and (fmt.emin >= -1022 if is64 else fmt.fits_float32)):
         return "reference"
@@ -91,6 +102,12 @@ def to_codes(fmt: Any, xbits: np.ndarray, mode: int, codes: np.ndarray, *,
     kind = fast_path(fmt, is64, True, ftz) if path == "fast" else "reference"
     if flags is not None and kind != "reference":
         raise ValueError("exception flags come from path='reference' only")
+    if kind == "odd64" and mode == STOCHASTIC:
+        kind = "scalar"
+    if kind == "odd64":
+        return _odd64(fmt, xbits, mode, codes, saturate, ftz)
+    if kind == "bits32":
+        return _bits32(fmt, xbits, mode, codes, saturate, ftz, seeds, True)
     if kind == "vec32":
         return vec32_kernel(P, xbits, mode, saturate, seeds, np.empty(0, np.int32), codes, 1)
     no_bits = np.empty(0, xbits.dtype)
@@ -116,6 +133,12 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
     P = _params(fmt)
     same = out.dtype == (np.float64 if is64 else np.float32)
     kind = fast_path(fmt, is64, same, ftz) if path == "fast" else "reference"
+    if kind == "odd64" and mode == STOCHASTIC:
+        kind = "scalar"
+    if kind == "odd64":
+        return _odd64(fmt, xbits, mode, out, saturate, ftz)
+    if kind == "bits32":
+        return _bits32(fmt, xbits, mode, out, saturate, ftz, seeds, False)
     if kind == "vec32":
         return vec32_kernel(P, xbits, mode, saturate, seeds, out.view(np.int32),
                             np.empty(0, fmt.code_dtype), 0)
@@ -131,6 +154,62 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
         return fast_kernel(P, xbits, is64, mode, saturate, ftz, _NO_WORDS, out.view(xbits.dtype),
                            out, no_codes, 0)
     return round_kernel(P, xbits, is64, mode, saturate, ftz, _NO_WORDS, out)
+
+
+def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool) -> tuple[Any, np.ndarray]:
+    """(kernel, params array) of the fastest float32-bits kernel for ``fmt`` in
+    ``mode``: :mod:`.bits32_direct` where it applies (the usual formats), else
+    :mod:`.bits32`'s. Either is called as
+    ``kernel(q, xbits, seeds, out, want_codes)`` and returns 1 if a NaN has no
+    code in the format, else 0 (cached per format and mode).
+
+    >>> from lowprec import get_format
+    >>> from lowprec._kernels.params import RNE
+    >>> kernel_for(get_format("fp16"), RNE, False, False)[0] is bits32_direct.KERNELS[RNE]
+    True
+    >>> kernel_for(get_format("e8m0"), RNE, False, False)[0] is bits32.KERNELS[RNE]
+    True
+    """
+    key = (fmt, mode, bool(saturate), bool(ftz))
+    found = _FOR.get(key)
+    if found is None:
+        if mode in bits32_direct.KERNELS and bits32_direct.supports(fmt):
+            found = (bits32_direct.kernel(fmt, mode),
+                     bits32_direct.params_array(fmt, mode, saturate, ftz))
+        else:
+            found = bits32.KERNELS[mode], bits32.params_array(fmt, mode, saturate, ftz)
+        _FOR[key] = found
+    return found
+
+
+_FOR: dict[tuple, tuple[Any, np.ndarray]] = {}
+
+
+def _bits32(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: bool,
+            ftz: bool, seeds: np.ndarray, want_codes: bool) -> tuple[int, int]:
+    """The bits32 kernels (:func:`kernel_for`), answering like the other
+    kernels: the index of the first NaN when the format has none, else (-1, 0).
+    They take float32 arrays in and out (values) or codes out, one signature
+    for every caller."""
+    kernel, q = kernel_for(fmt, mode, saturate, ftz)
+    x = xbits.view(np.float32)
+    if kernel(q, x, seeds, out, want_codes) == 0:
+        return -1, 0
+    return int(np.flatnonzero(np.isnan(x))[0]), INVALID_NAN
+
+
+def _odd64(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: bool,
+           ftz: bool) -> tuple[int, int]:
+    """float64 bits through float32 rounded to odd, then bits32: codes into
+    ``out`` (an integer array) or values (float64, converted exactly)."""
+    x32 = np.empty(xbits.shape[0], np.uint32)
+    odd64.to_float32_odd(xbits.view(np.float64), x32)
+    if out.dtype.kind in "iu":
+        return _bits32(fmt, x32, mode, out, saturate, ftz, _NO_WORDS, True)
+    vals = np.empty(xbits.shape[0], np.float32)
+    res = _bits32(fmt, x32, mode, vals, saturate, ftz, _NO_WORDS, False)
+    out[:] = vals
+    return res
 
 
 # ------------------------------------------------------ stochastic rounding

@@ -57,6 +57,9 @@ def steps(training: bool = True) -> list[tuple[str, Callable[[], object]]]:
         lp.mx.quantize(np.tile(x64[:4], 8), "mxfp8_e4m3")
         lp.nvfp4.quantize(np.tile(x64[:4], 4))
         lp.scaling.quantize_per_tensor(x64[:4], "fp8_e4m3")
+        for mode in ("rne", "rup"):  # float32: the block kernels (float32 and float64 scaling)
+            lp.mx.quantize(np.tile(x32[:4], 8), "mxint8", mode=mode).dequantize(np.float32)
+            lp.nvfp4.quantize(np.tile(x32[:4], 4), mode=mode).dequantize()
 
     def training_() -> None:
         from ..train import train

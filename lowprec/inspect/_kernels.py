@@ -101,3 +101,36 @@ def measure_pass(x, q, e, codes, table, factor, clip, clip_mode, tiny, rows, col
                 blocks_out[blk, 4] = b_amax
     return (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in, n_finite,
             signal, noise, max_rel, sum_rel, n_rel)
+
+
+@_jit
+def field_counts(bits, mant_bits, n_fields):
+    """How many of the floats with bit patterns ``bits`` (the int32/int64 view of a
+    float32/float64 array, ``mant_bits`` fraction bits) have each exponent field
+    (``n_fields`` of them), and how many subnormals have their highest set fraction
+    bit at each position (their binade is ``position - (bias - 1) - mant_bits``)."""
+    counts = np.zeros(n_fields, np.int64)
+    sub = np.zeros(mant_bits, np.int64)
+    frac_mask = (np.int64(1) << mant_bits) - 1
+    for i in range(bits.shape[0]):
+        b = np.int64(bits[i])
+        field = (b >> mant_bits) & (n_fields - 1)
+        counts[field] += 1
+        frac = b & frac_mask
+        if field == 0 and frac != 0:  # rare: find the highest set bit
+            top = 0
+            while frac >> (top + 1):
+                top += 1
+            sub[top] += 1
+    return counts, sub
+
+
+@_jit
+def finite_amax(x):
+    """The largest finite ``|x|`` (float64; 0.0 when there is none)."""
+    m = 0.0
+    for i in range(x.shape[0]):
+        a = abs(np.float64(x[i]))
+        a = a if a < math.inf else 0.0  # inf and NaN left out
+        m = a if a > m else m
+    return m

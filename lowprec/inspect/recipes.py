@@ -16,6 +16,7 @@ ValueError: unknown recipe 'fp7'; valid recipes: fp16, bf16, ...
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,9 +198,26 @@ def get_recipe(recipe: Recipe | str) -> Recipe:
 
 
 # ------------------------------------------------------------------ applying a recipe
+def _scale_in_float32(x: np.ndarray, fmt: FloatFormat, scale: float) -> bool:
+    """Whether ``x * scale`` may be formed in float32 and round to ``fmt`` as the exact
+    float64 product does: float32 ``x``, ``scale`` a float32 power of two (the product is
+    then exact unless it overflows, where both give inf, the format having one, or falls
+    below 2**-126, far below half the format's smallest subnormal, where both round to a
+    signed zero)."""
+    mant, exp = math.frexp(scale)
+    return (x.dtype == np.float32 and mant == 0.5 and -125 <= exp <= 128 and fmt.has_inf
+            and fmt.smallest_subnormal >= 2.0 ** -120)
+
+
 def _cast(x: np.ndarray, fmt: FloatFormat, scale: float = 1.0) -> Outcome:
     """Plain rounding of ``x * scale`` (scale a power of two: exact in float64)."""
-    work = x if scale == 1.0 else x.astype(np.float64) * scale
+    if scale == 1.0:
+        work = x
+    elif _scale_in_float32(x, fmt, scale):  # the same codes, a pass and 8 bytes less
+        with np.errstate(over="ignore", invalid="ignore"):  # inf; signalling NaNs
+            work = x * np.float32(scale)
+    else:
+        work = x.astype(np.float64) * scale
     nan = np.isnan(work)
     has_nan = bool(nan.any())
     if has_nan and not fmt.has_nan:  # fp6/fp4 have no NaN code: NaN stays NaN here

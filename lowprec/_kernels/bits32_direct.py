@@ -1,0 +1,334 @@
+"""Rounding float32 bit patterns in place: the fastest path of ``round_to``/``encode``.
+
+:mod:`.bits32` rounds the 24-bit significand of each input and builds the
+result's code and value from scratch, which works for every format and mode.
+For the usual formats (signed, with subnormals and at least one mantissa bit),
+in every mode, the result's float32 bits can be had from the input's bits
+directly, in about half the instructions:
+
+    float32 bits a = [ exponent | fraction ]          (the magnitude, sign apart)
+
+    rounding x to the format's quantum is rounding ``a`` at bit ``sh``:
+
+        a = [ kept bits .......... | R | S S S ]   ->   [ kept bits + decision | 0 0 0 0 ]
+
+    sh = 23 - m in the format's normal range and one more per binade below it
+    (its subnormals). A carry out of the kept fraction bits steps the exponent
+    field, which is exactly the next binade's first value, so no case is needed.
+
+That holds while the lowest kept bit is a fraction bit (sh <= 22, inputs of at
+least twice the smallest subnormal q). Below, the result is 0, q or 2q, and
+each mode's choice is two comparisons with constants (stochastic rounding
+compares its word with the exact probability, as :mod:`.bits32` does). Overflow, infinity, NaN
+and flush-to-zero are selects; nothing leaves the loop. The codes follow from
+the rounded bits: a shift in the normal range, a product by 1/q below it.
+
+Tests hold it bit-equal to ``round_pack`` on every boundary
+(``tests/test_bits32.py``), as :mod:`.bits32` is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .bits32 import _round_sig
+from .engine import _overflow, convert_one, decode_one
+from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
+from .sr import SR_BLOCK, sr_word
+from .u32 import U, shl, shr
+
+__all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "full_range", "kernel", "params_array",
+           "supports"]
+
+#: The modes this kernel has: all seven.
+DIRECT_MODES = (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC)
+
+_INF = 0x7F800000
+_QNAN = 0x7FC00000  # numpy's float32 NaN
+
+
+class DirectParams(NamedTuple):
+    """What the kernel needs to know of a format, in float32 bits where it can."""
+
+    mantissa_bits: int  # m
+    emin_biased: int  # emin + 127: the first float32 exponent field of the normal range
+    exp_lo: int  # the smallest exponent field whose shift is at most 22 (lower: tiny)
+    sh_top: int  # 23 - m + emin_biased: the shift is sh_top minus the clamped exponent field
+    q_bits: int  # the smallest subnormal q, and its multiples below
+    half_q_bits: int  # q / 2
+    one_half_q_bits: int  # 1.5 q
+    two_q_bits: int  # 2 q: below it, inputs are tiny
+    ftz_bits: int  # results below this flush to zero (2**emin when flushing, else 0)
+    max_bits: int  # the largest finite value: rounded magnitudes above it are special
+    negzero_bits: int  # 0x80000000 in fnuz formats (a negative zero becomes +0), else never
+    negzero_code: int  # the sign bit alone, in fnuz formats (the same), else never
+    sub_bits: int  # results below this are subnormals (their code: value / q), else 0
+    inv_q_bits: int  # 1 / q
+    code_offset: int  # normal codes: (bits >> (23 - m)) - code_offset
+    sign_bit: int  # the code's sign bit
+    no_nan: int  # 1: NaN inputs have no code (the caller raises)
+    ovf_code_pos: int  # code of a positive overflow in this mode
+    ovf_code_neg: int
+    inf_code_pos: int  # code of an infinite input
+    inf_code_neg: int
+    nan_code_pos: int  # code of a NaN input (when there is one)
+    nan_code_neg: int
+    ovf_bits_pos: int  # the same results as float32 bits (NaN: numpy's quiet NaN)
+    ovf_bits_neg: int
+    inf_bits_pos: int
+    inf_bits_neg: int
+
+
+def supports(fmt: Any) -> bool:
+    """Whether the kernel handles ``fmt``: the signed formats with subnormals and
+    mantissa bits whose values are float32 values and whose quantum ``q`` is
+    a float32 normal or, in bf16, float32's own subnormal quantum.
+
+    >>> from lowprec import get_format
+    >>> supports(get_format("fp4_e2m1")), supports(get_format("e8m0"))
+    (True, False)
+    """
+    m = fmt.mantissa_bits
+    emin_b = fmt.emin + 127
+    return (fmt.signed and fmt.has_subnormals and 1 <= m <= 22 and fmt.emax <= 127
+            and fmt.fits_float32 and emin_b >= 1 and (emin_b == 1 or fmt.emin - m >= -126))
+
+
+def _f32_bits(value: float) -> int:
+    """The float32 bits of ``value`` (exact for the powers of two and the
+    format values used here)."""
+    return int(np.float32(value).view(np.uint32))
+
+
+def _code_bits(P: tuple, code: int) -> int:
+    """float32 bits of a code's value (NaN: numpy's quiet NaN)."""
+    return int(np.float32(decode_one(P, code)).view(np.uint32))
+
+
+def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParams:
+    """The kernel's parameters for ``fmt`` in ``mode``; the special results are
+    asked of the reference engine, so the two cannot disagree on them."""
+    P = format_params(fmt)
+    m = fmt.mantissa_bits
+    emin_b = fmt.emin + 127
+    q = 2.0 ** (fmt.emin - m)
+    specials = {}
+    for name, pos_bits in (("inf", _INF), ("nan", _QNAN)):
+        for sign in (1, -1):
+            bits = pos_bits | (0x80000000 if sign < 0 else 0)
+            code, _, status = convert_one(P, bits, False, mode, saturate, ftz, np.uint64(0))
+            specials[name, sign] = code if status == 0 else 0
+    ovf = {sign: _overflow(P, sign < 0, mode, saturate)[0] for sign in (1, -1)}
+    float_subnormals = emin_b > 1  # the format's subnormals are float32 normals
+    return DirectParams(
+        mantissa_bits=m,
+        emin_biased=emin_b,
+        exp_lo=max(emin_b - m + 1, 1),
+        sh_top=23 - m + emin_b,
+        q_bits=_f32_bits(q),
+        half_q_bits=_f32_bits(q / 2),
+        one_half_q_bits=_f32_bits(1.5 * q),
+        two_q_bits=_f32_bits(2 * q),
+        ftz_bits=emin_b << 23 if ftz else 0,
+        max_bits=_f32_bits(fmt.max),
+        negzero_bits=0x80000000 if fmt.nan == "negzero" else 0xFFFFFFFF,
+        negzero_code=fmt.sign_mask if fmt.nan == "negzero" else 0xFFFFFFFF,
+        sub_bits=emin_b << 23 if float_subnormals else 0,
+        inv_q_bits=_f32_bits(1 / q) if float_subnormals else 0,
+        code_offset=(emin_b - 1) << m,
+        sign_bit=fmt.sign_mask,
+        no_nan=int(not fmt.has_nan),
+        ovf_code_pos=ovf[1],
+        ovf_code_neg=ovf[-1],
+        inf_code_pos=specials["inf", 1],
+        inf_code_neg=specials["inf", -1],
+        nan_code_pos=specials["nan", 1],
+        nan_code_neg=specials["nan", -1],
+        ovf_bits_pos=_code_bits(P, ovf[1]),
+        ovf_bits_neg=_code_bits(P, ovf[-1]),
+        inf_bits_pos=_code_bits(P, specials["inf", 1]),
+        inf_bits_neg=_code_bits(P, specials["inf", -1]),
+    )
+
+
+_PARAMS: dict[tuple, np.ndarray] = {}
+
+
+def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
+    """:func:`kernel_params` as the (cached, read-only) int64 array the kernels take."""
+    key = (fmt, mode, bool(saturate), bool(ftz))
+    q = _PARAMS.get(key)
+    if q is None:
+        q = np.array(kernel_params(fmt, mode, saturate, ftz), dtype=np.int64)
+        q.setflags(write=False)
+        _PARAMS[key] = q
+    return q
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unpack(q):
+    """The parameters array as a DirectParams of uint32 fields."""
+    return DirectParams(U(q[0]), U(q[1]), U(q[2]), U(q[3]), U(q[4]), U(q[5]), U(q[6]),
+                        U(q[7]), U(q[8]), U(q[9]), U(q[10]), U(q[11]), U(q[12]), U(q[13]),
+                        U(q[14]), U(q[15]), U(q[16]), U(q[17]), U(q[18]), U(q[19]),
+                        U(q[20]), U(q[21]), U(q[22]), U(q[23]), U(q[24]), U(q[25]),
+                        U(q[26]))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round_bits(a, s, sh, mode, w):
+    """The magnitude bits ``a`` rounded at bit ``sh`` (1 <= sh <= 22) in ``mode``
+    (a compile-time constant); ``s``: 1 for a negative input; ``w``: the
+    stochastic-rounding word."""
+    if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
+        mask = U(shl(U(1), sh) - U(1))
+        up = (w >> np.uint64(64 - np.int64(sh))) < np.uint64(a & mask)
+        return U(U(a & U(~mask)) + shl(U(up), sh))
+    if mode == RTZ:
+        return shl(shr(a, sh), sh)
+    if mode == RNA:  # + half a quantum
+        return shl(shr(U(a + shl(U(1), U(sh - U(1)))), sh), sh)
+    mask = U(shl(U(1), sh) - U(1))
+    if mode == RNE:  # + half a quantum, less one unless the kept bits are odd
+        return shl(shr(U(a + shr(mask, U(1)) + U(shr(a, sh) & U(1))), sh), sh)
+    if mode == RUP:  # up unless negative
+        return shl(shr(U(a + U(mask & U(s - U(1)))), sh), sh)
+    if mode == RDOWN:  # up if negative
+        return shl(shr(U(a + U(mask & U(U(0) - s))), sh), sh)
+    # ODD: the sticky bit into the last kept bit
+    kept = shl(shr(a, sh), sh)
+    return U(kept | shl(min(U(a - kept), U(1)), sh))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round_tiny(a, s, F, mode, w):
+    """The rounded magnitude of a tiny input (``a`` below 2q): 0, q or 2q."""
+    q = F.q_bits
+    if mode == STOCHASTIC:  # the exact probability, however far below q (bits32's rule)
+        x_exp = shr(a, U(23))
+        x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
+        r = _round_sig(x_sig, U(F.sh_top - max(x_exp, U(1))), s, mode, w)
+        return q if r == U(1) else (F.two_q_bits if r == U(2) else U(0))
+    if mode == RNE:  # a tie below q goes to 0 (even); a tie above it to 2q (q is odd)
+        t = q if a > F.half_q_bits else U(0)
+        return F.two_q_bits if a >= F.one_half_q_bits else t
+    if mode == RNA:
+        t = q if a >= F.half_q_bits else U(0)
+        return F.two_q_bits if a >= F.one_half_q_bits else t
+    if mode == RTZ:
+        return q if a >= q else U(0)
+    if mode == ODD:  # q is odd: anything inexact below 2q lands there
+        return q if a != U(0) else U(0)
+    away = (s == U(0)) if mode == RUP else (s != U(0))  # rounding away from zero
+    t = q if a > (U(0) if away else U(q - U(1))) else U(0)
+    return F.two_q_bits if (a > q) & away else t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _direct_one(F, b, mode, w, full):
+    """(full float32 bits of the rounded value, its code) of float32 bits
+    ``b`` (``w``: the stochastic-rounding word). ``full`` (compile-time): the
+    format has float32's exponent range (bf16, tf32), where every input,
+    float32's subnormals included, rounds at the same bit and none is tiny."""
+    a = U(b & U(0x7FFFFFFF))
+    s = shr(b, U(31))
+    if full:
+        r = _round_bits(a, s, U(U(23) - F.mantissa_bits), mode, w)
+    else:
+        sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
+        r = _round_bits(a, s, sh, mode, w)
+        r = _round_tiny(a, s, F, mode, w) if a < F.two_q_bits else r
+    r = U(0) if r < F.ftz_bits else r
+    special = r > F.max_bits
+    is_inf = a == U(_INF)
+    is_nan = a > U(_INF)
+    # The value: the sign back on (fnuz: not on zero), then the specials.
+    bits = U(r | U(b ^ a))
+    bits = U(0) if bits == F.negzero_bits else bits
+    sp = F.ovf_bits_neg if s else F.ovf_bits_pos
+    sp = (F.inf_bits_neg if s else F.inf_bits_pos) if is_inf else sp
+    sp = U(_QNAN) if is_nan else sp
+    bits = sp if special else bits
+    # The code: a shift of the bits in the normal range, value / q below it.
+    mag = U(shr(r, U(U(23) - F.mantissa_bits)) - F.code_offset)
+    sub = U(np.int32(U(r).view(np.float32) * U(F.inv_q_bits).view(np.float32)))
+    mag = sub if r < F.sub_bits else mag
+    code = U(mag | U(U(U(0) - s) & F.sign_bit))
+    code = U(0) if code == F.negzero_code else code
+    cp = F.ovf_code_neg if s else F.ovf_code_pos
+    cp = (F.inf_code_neg if s else F.inf_code_pos) if is_inf else cp
+    cp = (F.nan_code_neg if s else F.nan_code_pos) if is_nan else cp
+    code = cp if special else code
+    return bits, code
+
+
+def _make(mode: int, full: bool):
+    """The kernel for one rounding ``mode`` (a closure constant to numba, so the
+    loop is branch-free), for formats with float32's exponent range (``full``)
+    or the others: kernel(q, x, seeds, out, want_codes) -> 1 if a NaN
+    has no code in the format, else 0. ``seeds``: one per SR_BLOCK elements
+    (stochastic rounding; else unused). Compiled on first use."""
+
+    @njit(cache=True, nogil=True, inline="always")
+    def block(F, xbits, seed, out, want_codes):
+        """One run of elements; returns the largest magnitude seen (a NaN is above inf's)."""
+        amax = U(0)
+        stoch = mode == STOCHASTIC
+        if want_codes:
+            for i in range(xbits.shape[0]):
+                b = U(xbits[i])
+                w = sr_word(seed, i) if stoch else np.uint64(0)
+                bits, code = _direct_one(F, b, mode, w, full)
+                out[i] = code
+                amax = max(amax, U(b & U(0x7FFFFFFF)))
+        else:
+            out_bits = out.view(np.int32)  # out: float32 (or its int32 view)
+            for i in range(xbits.shape[0]):
+                b = U(xbits[i])
+                w = sr_word(seed, i) if stoch else np.uint64(0)
+                bits, code = _direct_one(F, b, mode, w, full)
+                out_bits[i] = np.int32(bits)
+                amax = max(amax, U(b & U(0x7FFFFFFF)))
+        return amax
+
+    @njit(cache=True, nogil=True)
+    def kernel(q, x, seeds, out, want_codes):
+        F = _unpack(q)
+        xbits = x.view(np.uint32)  # x: float32 values or their bits
+        n = xbits.shape[0]
+        if mode == STOCHASTIC:  # a block of SR_BLOCK elements per seed
+            amax = U(0)
+            for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
+                lo = k * SR_BLOCK
+                hi = min(lo + SR_BLOCK, n)
+                amax = max(amax, block(F, xbits[lo:hi], seeds[k], out[lo:hi], want_codes))
+        else:
+            amax = block(F, xbits, np.uint64(0), out, want_codes)
+        return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
+
+    return kernel
+
+
+#: Kernels by mode int.
+KERNELS = {mode: _make(mode, False) for mode in DIRECT_MODES}
+#: The same for formats with float32's exponent range (:func:`full_range`).
+FULL_KERNELS = {mode: _make(mode, True) for mode in DIRECT_MODES}
+
+
+def full_range(fmt: Any) -> bool:
+    """Whether ``fmt`` has float32's exponent range (emin -126, so every float32
+    rounds at bit 23 - m): bf16 and tf32 take :data:`FULL_KERNELS`.
+
+    >>> from lowprec import get_format
+    >>> full_range(get_format("bf16")), full_range(get_format("fp16"))
+    (True, False)
+    """
+    return supports(fmt) and fmt.emin == -126
+
+
+def kernel(fmt: Any, mode: int) -> Any:
+    """The kernel of ``fmt`` (one :func:`supports`) in ``mode``."""
+    return (FULL_KERNELS if full_range(fmt) else KERNELS)[mode]

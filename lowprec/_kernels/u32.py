@@ -1,0 +1,53 @@
+"""32-bit integer lanes for numba kernels: :data:`U` and the shifts :func:`shl`, :func:`shr`.
+
+numba widens every integer operation to 64 bits (``uint32 + uint32`` is a
+``uint64``), so a loop over float32 bits would run in 64-bit SIMD lanes: half
+as many per instruction, and AVX2 has no 64-bit min, max or int-to-float. The
+kernels here keep 32-bit lanes by wrapping each result in ``U(...)`` (a
+truncation, which LLVM folds back into a 32-bit add, and, or, compare or
+select) and by shifting with :func:`shl`/:func:`shr`, which are 32-bit shifts
+outright: LLVM cannot narrow a shift by a variable amount by itself, since
+shifting an ``i64`` by 40 is defined and shifting an ``i32`` by 40 is not.
+
+Shift amounts must be below 32 (as in C).
+
+>>> from numba import njit
+>>> @njit
+... def f(x, n):
+...     return shr(U(x), U(n)), shl(U(x), U(n))
+>>> [int(v) for v in f(0x80000001, 31)]
+[1, 2147483648]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import types
+from numba.extending import intrinsic
+
+__all__ = ["U", "shl", "shr"]
+
+#: The 32-bit lane type: ``U(expr)`` truncates a (widened) result back to 32 bits.
+U = np.uint32
+
+
+@intrinsic
+def shl(typingctx, x, n):
+    """``x << n`` in 32 bits (uint32; ``n`` < 32)."""
+    sig = types.uint32(types.uint32, types.uint32)
+
+    def codegen(context, builder, signature, args):
+        return builder.shl(args[0], args[1])
+
+    return sig, codegen
+
+
+@intrinsic
+def shr(typingctx, x, n):
+    """``x >> n`` in 32 bits, logical (uint32; ``n`` < 32)."""
+    sig = types.uint32(types.uint32, types.uint32)
+
+    def codegen(context, builder, signature, args):
+        return builder.lshr(args[0], args[1])
+
+    return sig, codegen

@@ -1,0 +1,158 @@
+"""The branch-free float32 kernels (lowprec/_kernels/bits32.py, every format and
+mode, and bits32_direct.py, the usual formats in the deterministic modes) against the
+reference engine (``convert.to_codes(..., path="reference")``: ``convert_one`` ->
+``round_pack`` for every element).
+
+Inputs, for every format of at most 16 bits (and tf32): every value of the
+format, every midpoint between neighbours, the overflow threshold (max plus
+half a quantum) and 2**(emax + 1), every power of two float32 has (so every
+shift below the smallest subnormal), each of them one float32 ulp up and down,
+both signs, zeros, infinities, quiet and signalling NaNs, and spread-out bit
+patterns. Every mode, with and without saturation and flush-to-zero; codes and
+values both. Stochastic rounding gets the same words on both sides
+(``sr_expand`` of the same block seeds), so it must agree bit for bit too.
+"""
+
+import numpy as np
+import pytest
+
+import lowprec as lp
+from lowprec._kernels import bits32, bits32_direct, convert
+from lowprec._kernels.params import MODE_INT, RNE
+from lowprec._kernels.sr import SR_BLOCK
+from lowprec.formats import custom_format
+
+# Every registered format of <= 16 bits, tf32, and two without mantissa bits
+# whose code 0 is zero (ties-to-even and odd read the implicit bit as the last).
+FORMATS = [f for f in lp.FORMATS.values() if f.width <= 16] + [lp.get_format("tf32")] + [
+    custom_format(4, 0, has_inf=False, nan="max"), custom_format(3, 0, has_inf=False, nan="none")]
+NO_SEEDS = np.empty(0, np.uint64)
+
+
+def _inputs(f: lp.FloatFormat) -> np.ndarray:
+    v = lp.decode(np.arange(1 << f.width), f)
+    v = np.unique(np.abs(v[np.isfinite(v)]))
+    mids = (v[1:] + v[:-1]) / 2  # exact in float64, and in float32 (m <= 22)
+    q_max = 2.0 ** (f.emax - f.mantissa_bits)
+    edges = [f.max + q_max / 2, 2.0 ** (f.emax + 1), f.max + q_max]
+    powers = 2.0 ** np.arange(-149, 128)
+    with np.errstate(over="ignore"):
+        x = np.concatenate([v, mids, edges, powers, powers * 1.5]).astype(np.float32)
+    x = x[np.isfinite(x)]
+    up = np.nextafter(x, np.float32(np.inf))
+    down = np.nextafter(x, np.float32(0))
+    spread = ((np.arange(1 << 15, dtype=np.uint64) * 131071 + 5) % (1 << 32)).astype(np.uint32)
+    specials = np.array([0, 0x7F800000, 0x7FC00000, 0x7F800001, 0x7FFFFFFF, 0x7F7FFFFF, 1,
+                         0x00400000, 0x003FFFFF, 0x00800000], np.uint32)
+    pos = np.concatenate([x.view(np.uint32), up.view(np.uint32), down.view(np.uint32),
+                          spread & 0x7FFFFFFF, specials])
+    return np.unique(np.concatenate([pos, pos | np.uint32(0x80000000)]))
+
+
+def _reference(f, xb, mode, saturate, ftz, seeds):
+    ref = np.empty(xb.shape, f.code_dtype)
+    bad, status = convert.to_codes(f, xb, mode, ref, saturate=saturate, ftz=ftz, seeds=seeds,
+                                   path="reference")
+    assert bad < 0, f"reference refused element {bad} ({xb[bad]:#x}), status {status}"
+    return ref
+
+
+@pytest.mark.parametrize("f", FORMATS, ids=lambda f: f.name)
+def test_bits32_equals_round_pack(f):
+    fmt = f.name
+    assert bits32.supports(f)
+    xb = _inputs(f)
+    if not f.has_nan:
+        xb = xb[~np.isnan(xb.view(np.float32))]
+    seeds = np.random.default_rng(7).integers(0, 2**64, -(-xb.size // SR_BLOCK),
+                                              dtype=np.uint64)
+    for mode_name, mode in MODE_INT.items():
+        s = seeds if mode_name == "stochastic" else NO_SEEDS
+        for saturate, ftz in ((False, False), (True, False), (False, True)):
+            q = bits32.params_array(f, mode, saturate, ftz)
+            ref = _reference(f, xb, mode, saturate, ftz, s)
+            codes = np.empty(xb.shape, f.code_dtype)
+            assert bits32.round_bits32(q, mode, xb.view(np.float32), s, codes, True) == 0
+            bad = np.flatnonzero(codes != ref)
+            assert bad.size == 0, (
+                f"{fmt} {mode_name} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
+                f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
+                f"round_pack {int(ref[bad[0]]):#x}")
+            vals = np.empty(xb.shape, np.float32)
+            assert bits32.round_bits32(q, mode, xb.view(np.float32), s, vals, False) == 0
+            vals = vals.view(np.int32)
+            want = lp.decode(ref, f).astype(np.float32).view(np.int32)
+            bad = np.flatnonzero(vals != want)
+            assert bad.size == 0, (
+                f"{fmt} {mode_name}: values differ at x bits {xb[bad[0]]:#010x}: "
+                f"kernel {np.int32(vals[bad[0]]).view(np.float32)!r}, "
+                f"round_pack {np.int32(want[bad[0]]).view(np.float32)!r}")
+
+
+@pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])
+def test_bits32_reports_nans_without_a_code(fmt):
+    f = lp.get_format(fmt)
+    x = np.array([1.0, np.nan, 2.0, -np.nan, np.inf], np.float32)
+    out = np.empty(x.shape, f.code_dtype)
+    q = bits32.params_array(f, RNE, False, False)
+    assert bits32.round_bits32(q, RNE, x, NO_SEEDS, out, True) == 1
+    assert bits32.round_bits32(q, RNE, x[[0, 2, 4]], NO_SEEDS, out[:3], True) == 0
+
+
+def test_bits32_supports_every_small_format_but_not_fp32():
+    assert all(bits32.supports(f) for f in FORMATS)
+    assert not bits32.supports(lp.get_format("fp32"))
+
+
+DIRECT_FORMATS = [f for f in FORMATS if bits32_direct.supports(f)]
+
+
+@pytest.mark.parametrize("f", DIRECT_FORMATS, ids=lambda f: f.name)
+def test_bits32_direct_equals_round_pack(f):
+    xb = _inputs(f)
+    if not f.has_nan:
+        xb = xb[~np.isnan(xb.view(np.float32))]
+    seeds = np.random.default_rng(8).integers(0, 2**64, -(-xb.size // SR_BLOCK),
+                                              dtype=np.uint64)
+    for mode in bits32_direct.DIRECT_MODES:
+        s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
+        for saturate, ftz in ((False, False), (True, False), (False, True)):
+            kernel, q = convert.kernel_for(f, mode, saturate, ftz)
+            table = bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS
+            assert kernel is table[mode]
+            ref = _reference(f, xb, mode, saturate, ftz, s)
+            codes = np.empty(xb.shape, f.code_dtype)
+            assert kernel(q, xb.view(np.float32), s, codes, True) == 0
+            bad = np.flatnonzero(codes != ref)
+            assert bad.size == 0, (
+                f"{f.name} mode {mode} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
+                f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
+                f"round_pack {int(ref[bad[0]]):#x}")
+            vals = np.empty(xb.shape, np.float32)
+            assert kernel(q, xb.view(np.float32), s, vals, False) == 0
+            vals = vals.view(np.int32)
+            want = lp.decode(ref, f).astype(np.float32).view(np.int32)
+            bad = np.flatnonzero(vals != want)
+            assert bad.size == 0, (
+                f"{f.name} mode {mode}: values differ at x bits {xb[bad[0]]:#010x}: "
+                f"kernel {np.int32(vals[bad[0]]).view(np.float32)!r}, "
+                f"round_pack {np.int32(want[bad[0]]).view(np.float32)!r}")
+
+
+def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
+    small = {f.name for f in lp.FORMATS.values() if f.width <= 19}
+    assert {f.name for f in DIRECT_FORMATS} >= small - {"e8m0"}
+    assert not bits32_direct.supports(lp.get_format("e8m0"))
+    e8m0 = lp.get_format("e8m0")
+    assert convert.kernel_for(e8m0, MODE_INT["stochastic"], False, False)[0] \
+        is bits32.KERNELS[MODE_INT["stochastic"]]
+
+
+@pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])
+def test_bits32_direct_reports_nans_without_a_code(fmt):
+    f = lp.get_format(fmt)
+    x = np.array([1.0, np.nan, 2.0, -np.inf], np.float32)
+    out = np.empty(x.shape, f.code_dtype)
+    kernel, q = convert.kernel_for(f, RNE, False, False)
+    assert kernel(q, x, NO_SEEDS, out, True) == 1
+    assert kernel(q, x[[0, 2, 3]], NO_SEEDS, out[:3], True) == 0
