@@ -270,43 +270,41 @@ def _make(mode: int, full: bool):
     loop is branch-free), for formats with float32's exponent range (``full``)
     or the others: kernel(q, x, seeds, out, want_codes) -> 1 if a NaN
     has no code in the format, else 0. ``seeds``: one per SR_BLOCK elements
-    (stochastic rounding; else unused). Compiled on first use."""
+    (stochastic rounding; else unused). Compiled on first use.
 
-    @njit(cache=True, nogil=True, inline="always")
-    def block(F, xbits, seed, out, want_codes):
-        """One run of elements; returns the largest magnitude seen (a NaN is above inf's)."""
-        amax = U(0)
-        stoch = mode == STOCHASTIC
-        if want_codes:
-            for i in range(xbits.shape[0]):
-                b = U(xbits[i])
-                w = sr_word(seed, i) if stoch else np.uint64(0)
-                bits, code = _direct_one(F, b, mode, w, full)
-                out[i] = code
-                amax = max(amax, U(b & U(0x7FFFFFFF)))
-        else:
-            out_bits = out.view(np.int32)  # out: float32 (or its int32 view)
-            for i in range(xbits.shape[0]):
-                b = U(xbits[i])
-                w = sr_word(seed, i) if stoch else np.uint64(0)
-                bits, code = _direct_one(F, b, mode, w, full)
-                out_bits[i] = np.int32(bits)
-                amax = max(amax, U(b & U(0x7FFFFFFF)))
-        return amax
+    The closure holds two plain constants and nothing else: numba's disk cache
+    keys a closure by its variables' pickled bytes, which for a compiled
+    function differ between processes (the cache would never hit).
+    """
+    stoch = mode == STOCHASTIC
 
     @njit(cache=True, nogil=True)
     def kernel(q, x, seeds, out, want_codes):
         F = _unpack(q)
         xbits = x.view(np.uint32)  # x: float32 values or their bits
         n = xbits.shape[0]
-        if mode == STOCHASTIC:  # a block of SR_BLOCK elements per seed
-            amax = U(0)
-            for k in range((n + SR_BLOCK - 1) // SR_BLOCK):
-                lo = k * SR_BLOCK
-                hi = min(lo + SR_BLOCK, n)
-                amax = max(amax, block(F, xbits[lo:hi], seeds[k], out[lo:hi], want_codes))
-        else:
-            amax = block(F, xbits, np.uint64(0), out, want_codes)
+        step = SR_BLOCK if stoch else max(n, 1)  # a block per stochastic seed
+        amax = U(0)  # the largest magnitude seen: a NaN is above inf's
+        for lo in range(0, n, step):
+            hi = min(lo + step, n)
+            seed = seeds[lo // SR_BLOCK] if stoch else np.uint64(0)
+            xs = xbits[lo:hi]
+            if want_codes:
+                os_ = out[lo:hi]
+                for i in range(hi - lo):
+                    b = U(xs[i])
+                    w = sr_word(seed, i) if stoch else np.uint64(0)
+                    bits, code = _direct_one(F, b, mode, w, full)
+                    os_[i] = code
+                    amax = max(amax, U(b & U(0x7FFFFFFF)))
+            else:
+                ob = out[lo:hi].view(np.int32)  # out: float32 (or its int32 view)
+                for i in range(hi - lo):
+                    b = U(xs[i])
+                    w = sr_word(seed, i) if stoch else np.uint64(0)
+                    bits, code = _direct_one(F, b, mode, w, full)
+                    ob[i] = np.int32(bits)
+                    amax = max(amax, U(b & U(0x7FFFFFFF)))
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 
     return kernel
