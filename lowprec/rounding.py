@@ -24,7 +24,6 @@ into subnormals included), then overflow is applied:
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -72,7 +71,6 @@ def _raise_status(x_flat: np.ndarray, index: int, status: int, fmt: FloatFormat)
     )
 
 
-@lru_cache(maxsize=512)
 def _small_kernel(fmt: FloatFormat | str, mode: str, saturate: bool, subnormals: bool,
                   to_codes: bool) -> tuple | None:
     """(kernel, params, output dtype) of the single-call path, or None where it

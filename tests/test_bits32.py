@@ -57,36 +57,49 @@ def _reference(f, xb, mode, saturate, ftz, seeds):
     return ref
 
 
-@pytest.mark.parametrize("f", FORMATS, ids=lambda f: f.name)
-def test_bits32_equals_round_pack(f):
-    fmt = f.name
-    assert bits32.supports(f)
+def _kernel_inputs(f, seed):
+    """The inputs (without NaNs where the format has none) and stochastic seeds."""
     xb = _inputs(f)
     if not f.has_nan:
         xb = xb[~np.isnan(xb.view(np.float32))]
-    seeds = np.random.default_rng(7).integers(0, 2**64, -(-xb.size // SR_BLOCK),
-                                              dtype=np.uint64)
-    for mode_name, mode in MODE_INT.items():
-        s = seeds if mode_name == "stochastic" else NO_SEEDS
-        for saturate, ftz in ((False, False), (True, False), (False, True)):
+    seeds = np.random.default_rng(seed).integers(0, 2**64, -(-xb.size // SR_BLOCK),
+                                                 dtype=np.uint64)
+    return xb, seeds
+
+
+def _assert_equals_round_pack(f, kernel, q, xb, mode, saturate, ftz, seeds):
+    """The kernel's codes and values of ``xb`` equal round_pack's, bit for bit."""
+    what = f"{f.name} mode {mode} saturate={saturate} ftz={ftz}"
+    ref = _reference(f, xb, mode, saturate, ftz, seeds)
+    codes = np.empty(xb.shape, f.code_dtype)
+    assert kernel(q, xb.view(np.float32), seeds, codes, True) == 0
+    bad = np.flatnonzero(codes != ref)
+    assert bad.size == 0, (
+        f"{what}: {bad.size} mismatches, first x bits {xb[bad[0]]:#010x}: kernel "
+        f"{int(codes[bad[0]]):#x}, round_pack {int(ref[bad[0]]):#x}")
+    vals = np.empty(xb.shape, np.float32)
+    assert kernel(q, xb.view(np.float32), seeds, vals, False) == 0
+    vals = vals.view(np.int32)
+    want = lp.decode(ref, f).astype(np.float32).view(np.int32)
+    bad = np.flatnonzero(vals != want)
+    assert bad.size == 0, (
+        f"{what}: values differ at x bits {xb[bad[0]]:#010x}: "
+        f"kernel {np.int32(vals[bad[0]]).view(np.float32)!r}, "
+        f"round_pack {np.int32(want[bad[0]]).view(np.float32)!r}")
+
+
+CASES = ((False, False), (True, False), (False, True))  # (saturate, ftz)
+
+
+@pytest.mark.parametrize("f", FORMATS, ids=lambda f: f.name)
+def test_bits32_equals_round_pack(f):
+    assert bits32.supports(f)
+    xb, seeds = _kernel_inputs(f, 7)
+    for mode in MODE_INT.values():
+        s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
+        for saturate, ftz in CASES:
             q = bits32.params_array(f, mode, saturate, ftz)
-            ref = _reference(f, xb, mode, saturate, ftz, s)
-            codes = np.empty(xb.shape, f.code_dtype)
-            assert bits32.round_bits32(q, mode, xb.view(np.float32), s, codes, True) == 0
-            bad = np.flatnonzero(codes != ref)
-            assert bad.size == 0, (
-                f"{fmt} {mode_name} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
-                f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
-                f"round_pack {int(ref[bad[0]]):#x}")
-            vals = np.empty(xb.shape, np.float32)
-            assert bits32.round_bits32(q, mode, xb.view(np.float32), s, vals, False) == 0
-            vals = vals.view(np.int32)
-            want = lp.decode(ref, f).astype(np.float32).view(np.int32)
-            bad = np.flatnonzero(vals != want)
-            assert bad.size == 0, (
-                f"{fmt} {mode_name}: values differ at x bits {xb[bad[0]]:#010x}: "
-                f"kernel {np.int32(vals[bad[0]]).view(np.float32)!r}, "
-                f"round_pack {np.int32(want[bad[0]]).view(np.float32)!r}")
+            _assert_equals_round_pack(f, bits32.KERNELS[mode], q, xb, mode, saturate, ftz, s)
 
 
 @pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])
@@ -109,34 +122,14 @@ DIRECT_FORMATS = [f for f in FORMATS if bits32_direct.supports(f)]
 
 @pytest.mark.parametrize("f", DIRECT_FORMATS, ids=lambda f: f.name)
 def test_bits32_direct_equals_round_pack(f):
-    xb = _inputs(f)
-    if not f.has_nan:
-        xb = xb[~np.isnan(xb.view(np.float32))]
-    seeds = np.random.default_rng(8).integers(0, 2**64, -(-xb.size // SR_BLOCK),
-                                              dtype=np.uint64)
+    xb, seeds = _kernel_inputs(f, 8)
+    table = bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS
     for mode in bits32_direct.DIRECT_MODES:
         s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
-        for saturate, ftz in ((False, False), (True, False), (False, True)):
+        for saturate, ftz in CASES:
             kernel, q = convert.kernel_for(f, mode, saturate, ftz)
-            table = bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS
             assert kernel is table[mode]
-            ref = _reference(f, xb, mode, saturate, ftz, s)
-            codes = np.empty(xb.shape, f.code_dtype)
-            assert kernel(q, xb.view(np.float32), s, codes, True) == 0
-            bad = np.flatnonzero(codes != ref)
-            assert bad.size == 0, (
-                f"{f.name} mode {mode} saturate={saturate} ftz={ftz}: {bad.size} mismatches, "
-                f"first x bits {xb[bad[0]]:#010x}: kernel {int(codes[bad[0]]):#x}, "
-                f"round_pack {int(ref[bad[0]]):#x}")
-            vals = np.empty(xb.shape, np.float32)
-            assert kernel(q, xb.view(np.float32), s, vals, False) == 0
-            vals = vals.view(np.int32)
-            want = lp.decode(ref, f).astype(np.float32).view(np.int32)
-            bad = np.flatnonzero(vals != want)
-            assert bad.size == 0, (
-                f"{f.name} mode {mode}: values differ at x bits {xb[bad[0]]:#010x}: "
-                f"kernel {np.int32(vals[bad[0]]).view(np.float32)!r}, "
-                f"round_pack {np.int32(want[bad[0]]).view(np.float32)!r}")
+            _assert_equals_round_pack(f, kernel, q, xb, mode, saturate, ftz, s)
 
 
 def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():

@@ -108,16 +108,19 @@ _QNAN_BITS = 0x7FC00000  # numpy's float32 NaN
 _PARAMS: dict[tuple, np.ndarray] = {}
 
 
-def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
-    """:func:`kernel_params` as the int64 array the kernels take (cached, read-only).
+def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool,
+                 build: Any = None) -> np.ndarray:
+    """:func:`kernel_params` (or another kernel's ``build``, with the same
+    arguments) as the int64 array the kernels take (cached, read-only).
 
     An array, not the NamedTuple: numba types an array argument in a fraction
     of the time it takes for a tuple, which matters for small arrays.
     """
-    key = (fmt, mode, bool(saturate), bool(ftz))
+    build = build or kernel_params
+    key = (build, fmt, mode, bool(saturate), bool(ftz))
     q = _PARAMS.get(key)
     if q is None:
-        q = np.array(kernel_params(fmt, mode, saturate, ftz), dtype=np.int64)
+        q = np.array(build(fmt, mode, saturate, ftz), dtype=np.int64)
         q.setflags(write=False)
         _PARAMS[key] = q
     return q
@@ -140,6 +143,25 @@ def _code_bits(P: tuple, code: int) -> int:
     return int(value.view(np.int32))
 
 
+def special_codes(fmt: Any, mode: int, saturate: bool, ftz: bool) -> dict[tuple[str, int], int]:
+    """The codes of the special results, asked of the reference engine so that a
+    kernel and ``round_pack`` cannot disagree on them: ``("inf" | "nan" | "ovf",
+    sign)`` for an infinite input, a NaN input (0 where the format has no NaN)
+    and an overflow in ``mode``, sign +1 or -1."""
+    P = format_params(fmt)
+    specials = {}
+    for name, pos_bits in (("inf", 0x7F800000), ("nan", _QNAN_BITS)):
+        for sign in (1, -1):
+            bits = pos_bits | (0x80000000 if sign < 0 else 0)
+            code, _, status = convert_one(P, bits, False, mode, saturate, ftz, np.uint64(0))
+            specials[name, sign] = code if status == 0 else 0
+    if not fmt.signed:  # negative inputs (NaN among them) are NaN
+        specials["nan", -1] = specials["nan", 1]
+    for sign in (1, -1):
+        specials["ovf", sign] = _overflow(P, sign < 0, mode, saturate)[0]
+    return specials
+
+
 def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> Bits32Params:
     """The kernel's parameters for ``fmt`` in ``mode`` (an int of ``_engine``).
 
@@ -150,15 +172,8 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> Bits32Param
     m = fmt.mantissa_bits
     emin_b = fmt.emin + 127
     subn = fmt.has_subnormals
-    specials = {}
-    for name, pos_bits in (("inf", 0x7F800000), ("nan", _QNAN_BITS)):
-        for sign in (1, -1):
-            bits = pos_bits | (0x80000000 if sign < 0 else 0)
-            code, _, status = convert_one(P, bits, False, mode, saturate, ftz, np.uint64(0))
-            specials[name, sign] = code if status == 0 else 0
-    if not fmt.signed:  # negative inputs (NaN among them) are NaN
-        specials["nan", -1] = specials["nan", 1]
-    ovf = {sign: _overflow(P, sign < 0, mode, saturate)[0] for sign in (1, -1)}
+    specials = special_codes(fmt, mode, saturate, ftz)
+    ovf = {sign: specials["ovf", sign] for sign in (1, -1)}
     subnormal_range = subn and emin_b > 1  # subnormals that are float32 normals
     return Bits32Params(
         mantissa_bits=m,
@@ -325,46 +340,20 @@ def _run(q, xbits, mode, seeds, out, want_codes):
     return bad
 
 
-_kernel = njit(cache=True, nogil=True)
+def _make(mode: int):
+    """The kernel for one rounding ``mode`` (a closure constant, so that each
+    mode's loop holds only its own rounding; the closure holds nothing else,
+    which numba's disk cache needs). Compiled on first use."""
+
+    @njit(cache=True, nogil=True)
+    def kernel(q, xbits, seeds, out, want_codes):
+        return _run(q, xbits, mode, seeds, out, want_codes)
+
+    return kernel
 
 
-# One compiled kernel per rounding mode, indexed by the mode int (compiled on first use).
-@_kernel
-def _k_rne(q, xbits, seeds, out, want_codes):
-    return _run(q, xbits, RNE, seeds, out, want_codes)
-
-
-@_kernel
-def _k_rna(q, xbits, seeds, out, want_codes):
-    return _run(q, xbits, RNA, seeds, out, want_codes)
-
-
-@_kernel
-def _k_rtz(q, xbits, seeds, out, want_codes):
-    return _run(q, xbits, RTZ, seeds, out, want_codes)
-
-
-@_kernel
-def _k_rup(q, xbits, seeds, out, want_codes):
-    return _run(q, xbits, RUP, seeds, out, want_codes)
-
-
-@_kernel
-def _k_rdown(q, xbits, seeds, out, want_codes):
-    return _run(q, xbits, RDOWN, seeds, out, want_codes)
-
-
-@_kernel
-def _k_odd(q, xbits, seeds, out, want_codes):
-    return _run(q, xbits, ODD, seeds, out, want_codes)
-
-
-@_kernel
-def _k_stochastic(q, xbits, seeds, out, want_codes):
-    return _run(q, xbits, STOCHASTIC, seeds, out, want_codes)
-
-
-KERNELS = (_k_rne, _k_rna, _k_rtz, _k_rup, _k_rdown, _k_odd, _k_stochastic)
+#: One kernel per rounding mode, indexed by the mode int.
+KERNELS = tuple(_make(mode) for mode in (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC))
 
 
 def round_bits32(q: np.ndarray, mode: int, xbits: np.ndarray, seeds: np.ndarray,

@@ -34,8 +34,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .bits32 import _round_sig
-from .engine import _overflow, convert_one, decode_one
+from . import bits32
+from .bits32 import _code_bits, _round_sig, special_codes
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_word
 from .u32 import U, shl, shr
@@ -103,11 +103,6 @@ def _f32_bits(value: float) -> int:
     return int(np.float32(value).view(np.uint32))
 
 
-def _code_bits(P: tuple, code: int) -> int:
-    """float32 bits of a code's value (NaN: numpy's quiet NaN)."""
-    return int(np.float32(decode_one(P, code)).view(np.uint32))
-
-
 def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParams:
     """The kernel's parameters for ``fmt`` in ``mode``; the special results are
     asked of the reference engine, so the two cannot disagree on them."""
@@ -115,13 +110,8 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParam
     m = fmt.mantissa_bits
     emin_b = fmt.emin + 127
     q = 2.0 ** (fmt.emin - m)
-    specials = {}
-    for name, pos_bits in (("inf", _INF), ("nan", _QNAN)):
-        for sign in (1, -1):
-            bits = pos_bits | (0x80000000 if sign < 0 else 0)
-            code, _, status = convert_one(P, bits, False, mode, saturate, ftz, np.uint64(0))
-            specials[name, sign] = code if status == 0 else 0
-    ovf = {sign: _overflow(P, sign < 0, mode, saturate)[0] for sign in (1, -1)}
+    specials = special_codes(fmt, mode, saturate, ftz)
+    ovf = {sign: specials["ovf", sign] for sign in (1, -1)}
     float_subnormals = emin_b > 1  # the format's subnormals are float32 normals
     return DirectParams(
         mantissa_bits=m,
@@ -154,18 +144,9 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParam
     )
 
 
-_PARAMS: dict[tuple, np.ndarray] = {}
-
-
 def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
     """:func:`kernel_params` as the (cached, read-only) int64 array the kernels take."""
-    key = (fmt, mode, bool(saturate), bool(ftz))
-    q = _PARAMS.get(key)
-    if q is None:
-        q = np.array(kernel_params(fmt, mode, saturate, ftz), dtype=np.int64)
-        q.setflags(write=False)
-        _PARAMS[key] = q
-    return q
+    return bits32.params_array(fmt, mode, saturate, ftz, kernel_params)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -129,10 +129,12 @@ def _mx_block_code(xs_bits, rule, emax_elem, mant_bits, rcp):
 
 
 @_jit
-def _mx_chunk32(x, cols, bs, b0, b1, rule, emax_elem, mant_bits, rcp, scale_codes, scratch):
+def _mx_chunk(x, cols, bs, b0, b1, rule, emax_elem, mant_bits, rcp, scale_codes, scratch):
     """Blocks b0..b1 of ``x`` (float32): their E8M0 codes into ``scale_codes`` and their
-    elements times ``2**-k`` in float32 into ``scratch`` (from 0), as the reference
-    scales for rne, rna and rtz. Loops run over slices from 0, so LLVM vectorises them."""
+    elements times ``2**-k`` into ``scratch`` (from 0). The product is exact in
+    float64; a float32 ``scratch`` rounds it once, which is the float32 product the
+    reference scales with for rne, rna and rtz, and a float64 one keeps it exact
+    (the other modes). Loops run over slices from 0, so LLVM vectorises them."""
     x_bits = x.view(np.int32)
     nb = (cols + bs - 1) // bs
     uniform = cols % bs == 0
@@ -143,30 +145,10 @@ def _mx_chunk32(x, cols, bs, b0, b1, rule, emax_elem, mant_bits, rcp, scale_code
         j += stop - start
         code = _mx_block_code(x_bits[start:stop], rule, emax_elem, mant_bits, rcp)
         scale_codes[blk] = code
-        inv = np.float32(_pow2(E8M0_BIAS - code))  # exact, 2**-127 included
-        for i in range(xs.shape[0]):
-            out[i] = xs[i] * inv
-        if code == E8M0_NAN:  # a NaN scale: elements stored as code 0
-            out[:] = 0.0
-
-
-@_jit
-def _mx_chunk64(x, cols, bs, b0, b1, rule, emax_elem, mant_bits, rcp, scale_codes, scratch):
-    """:func:`_mx_chunk32` with the scaled elements formed in float64 (exact)."""
-    x_bits = x.view(np.int32)
-    nb = (cols + bs - 1) // bs
-    uniform = cols % bs == 0
-    j = 0
-    for blk in range(b0, b1):
-        start, stop = _span(blk, cols, bs, nb, uniform)
-        xs, out = x[start:stop], scratch[j:j + stop - start]
-        j += stop - start
-        code = _mx_block_code(x_bits[start:stop], rule, emax_elem, mant_bits, rcp)
-        scale_codes[blk] = code
-        inv = _pow2(E8M0_BIAS - code)
+        inv = _pow2(E8M0_BIAS - code)  # exact, 2**-127 included
         for i in range(xs.shape[0]):
             out[i] = np.float64(xs[i]) * inv
-        if code == E8M0_NAN:
+        if code == E8M0_NAN:  # a NaN scale: elements stored as code 0
             out[:] = 0.0
 
 
@@ -201,8 +183,7 @@ def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, ma
     odd = np.empty(size if wide else 0, np.uint32)
     rcp32 = np.float32(rcp)
     for b0, b1, e0, e1 in _chunks(n_blocks, cols, bs, per):
-        chunk = _mx_chunk64 if wide else _mx_chunk32
-        chunk(x, cols, bs, b0, b1, rule, emax_elem, mant_bits, rcp32, scale_codes, scratch)
+        _mx_chunk(x, cols, bs, b0, b1, rule, emax_elem, mant_bits, rcp32, scale_codes, scratch)
         m = e1 - e0
         if wide:
             odd64.to_float32_odd(scratch[:m], odd[:m])

@@ -77,6 +77,16 @@ def fast_path(fmt: Any, is64: bool, same_type: bool, ftz: bool) -> str:
     return "scalar"
 
 
+def _kind(fmt: Any, is64: bool, same_type: bool, ftz: bool, mode: int, path: str) -> str:
+    """The kernel a conversion takes: :func:`fast_path`'s for ``path="fast"``
+    (``odd64`` becomes ``scalar`` for stochastic rounding, which needs every
+    bit of the input), else the reference."""
+    if path != "fast":
+        return "reference"
+    kind = fast_path(fmt, is64, same_type, ftz)
+    return "scalar" if kind == "odd64" and mode == STOCHASTIC else kind
+
+
 def _check(path: str, xbits: np.ndarray, mode: int, seeds: np.ndarray) -> bool:
     if path not in PATHS:
         raise ValueError(f"path must be one of {PATHS}, got {path!r}")
@@ -99,11 +109,9 @@ def to_codes(fmt: Any, xbits: np.ndarray, mode: int, codes: np.ndarray, *,
     """
     is64 = _check(path, xbits, mode, seeds)
     P = _params(fmt)
-    kind = fast_path(fmt, is64, True, ftz) if path == "fast" else "reference"
+    kind = _kind(fmt, is64, True, ftz, mode, path)
     if flags is not None and kind != "reference":
         raise ValueError("exception flags come from path='reference' only")
-    if kind == "odd64" and mode == STOCHASTIC:
-        kind = "scalar"
     if kind == "odd64":
         return _odd64(fmt, xbits, mode, codes, saturate, ftz)
     if kind == "bits32":
@@ -132,9 +140,7 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
     is64 = _check(path, xbits, mode, seeds)
     P = _params(fmt)
     same = out.dtype == (np.float64 if is64 else np.float32)
-    kind = fast_path(fmt, is64, same, ftz) if path == "fast" else "reference"
-    if kind == "odd64" and mode == STOCHASTIC:
-        kind = "scalar"
+    kind = _kind(fmt, is64, same, ftz, mode, path)
     if kind == "odd64":
         return _odd64(fmt, xbits, mode, out, saturate, ftz)
     if kind == "bits32":
