@@ -1,0 +1,67 @@
+"""Where numba keeps lowprec's compiled kernels: a user cache, never the package folder.
+
+numba's default for ``cache=True`` is a ``__pycache__`` folder next to the source.
+For an installed lowprec that is inside ``site-packages``, and pip does not know
+those files: ``pip uninstall`` leaves ``lowprec/_kernels/__pycache__`` behind,
+and the folder left over, with no ``__init__.py``, is then imported as an empty
+*namespace package* ahead of a later editable install (``pip install .`` then
+``pip install -e .``, the README's two commands in one environment, ended in
+``ImportError: cannot import name ... (unknown location)``).
+
+So lowprec's kernels (and only they) are cached under the user's cache folder,
+``~/.cache/lowprec/`` on Linux (``$XDG_CACHE_HOME/lowprec`` where that is set), one
+sub-folder per source folder, as numba's own user-wide locator does. Setting
+``NUMBA_CACHE_DIR`` still wins, as numba documents; where the user cache is not
+writable, numba's usual choices follow.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from numba.core import caching
+from numba.misc.appdirs import AppDirs
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# The names lost their leading underscore in numba 0.61.
+_USER_WIDE: Any = getattr(caching, "UserWideCacheLocator", None) or getattr(
+    caching, "_UserWideCacheLocator", None)
+_IMPL: Any = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+
+
+def cache_dir() -> str:
+    """The folder that holds lowprec's compiled kernels (unless NUMBA_CACHE_DIR is set).
+
+    >>> cache_dir().endswith("lowprec")
+    True
+    """
+    return str(AppDirs(appname="lowprec", appauthor=False).user_cache_dir)
+
+
+if _USER_WIDE is not None and _IMPL is not None:
+
+    class LowprecCacheLocator(_USER_WIDE):
+        """numba's user-wide locator, for lowprec's own source files, in :func:`cache_dir`."""
+
+        def __init__(self, py_func: Any, py_file: str) -> None:
+            super().__init__(py_func, py_file)
+            self._cache_path = os.path.join(cache_dir(), self.get_suitable_cache_subpath(py_file))
+
+        @classmethod
+        def from_function(cls, py_func: Any, py_file: str) -> Any:
+            if not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
+                return None
+            return super().from_function(py_func, py_file)
+
+    def install() -> None:
+        """Put the locator after NUMBA_CACHE_DIR's and before the in-tree one (once)."""
+        locators = _IMPL._locator_classes
+        if LowprecCacheLocator not in locators:
+            locators.insert(1, LowprecCacheLocator)
+
+else:  # an unknown numba layout: keep numba's own choice
+
+    def install() -> None:
+        """Nothing to do: this numba has no locator list to extend."""

@@ -1,0 +1,62 @@
+"""numba caches lowprec's kernels in the user's cache folder, never inside the package.
+
+A cache inside an installed package outlives ``pip uninstall`` (pip does not know the
+files) and the folder left behind is imported as an empty namespace package ahead of a
+later editable install. These tests run fresh processes with their own cache folder.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import lowprec
+
+PACKAGE = Path(lowprec.__file__).parent
+ROOT = PACKAGE.parent
+
+_SCRIPT = """
+import io
+import numpy as np
+import lowprec as lp
+from lowprec.commands._compiling import compile_notice
+with compile_notice("info", io.StringIO()) as compiles:
+    lp.round_to(np.array([0.1, 300.0]), "fp8_e4m3", "rtz")  # float64 input: round_pack's path
+print(compiles.done)
+"""
+
+
+def _run(cache_home: Path) -> int:
+    """The number of lowprec kernels a fresh process compiles for _SCRIPT."""
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    env.update(XDG_CACHE_HOME=str(cache_home), PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], env=env, capture_output=True,
+                          text=True, timeout=300, check=True)
+    return int(done.stdout)
+
+
+def _newer_in_package(since: float) -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.nb[ic]") if p.stat().st_mtime >= since]
+
+
+def test_kernels_are_cached_in_the_user_cache_folder(tmp_path: Path) -> None:
+    start = time.time() - 1
+    assert _run(tmp_path) >= 1  # an empty cache: compiled
+    written = list((tmp_path / "lowprec").rglob("*.nbi"))
+    assert any(p.name.startswith("engine.round_pack") for p in written), written
+    assert _newer_in_package(start) == []  # nothing new next to the sources
+    assert _run(tmp_path) == 0  # a second process loads what the first wrote
+
+
+def test_the_locator_takes_lowprec_files_only_and_numba_cache_dir_first() -> None:
+    from lowprec._kernels import _cache, engine
+
+    locators = _cache._IMPL._locator_classes
+    assert locators.index(_cache.LowprecCacheLocator) == 1
+    assert locators[0].__name__.lstrip("_") == "UserProvidedCacheLocator"  # NUMBA_CACHE_DIR
+    found = _cache.LowprecCacheLocator.from_function(engine.round_pack.py_func, engine.__file__)
+    assert found is not None and found.get_cache_path().startswith(_cache.cache_dir())
+    assert _cache.LowprecCacheLocator.from_function(_run, __file__) is None  # not lowprec
