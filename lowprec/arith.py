@@ -120,8 +120,8 @@ def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> n
     formats with them."""
     flat = np.ascontiguousarray(values).reshape(-1)
     codes = np.empty(flat.shape, fmt.code_dtype)
-    kernel, q = convert.kernel_for(fmt, params.RTZ, False, False)
-    no_nan_code = kernel(q, flat, np.empty(0, np.uint64), codes, True)
+    kernel, q = convert.kernel_for(fmt, params.RTZ, False, False, True)
+    no_nan_code = kernel(q, flat, np.empty(0, np.uint64), codes)
     back = decode(codes, fmt)
     with np.errstate(invalid="ignore"):
         ok = back == flat

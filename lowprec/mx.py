@@ -422,7 +422,7 @@ def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, r
     codes, scale_codes = mx_quantize(
         np.ascontiguousarray(moved).reshape(-1), cols, block_size, RULE_INT[rule],
         mxf.emax_elem, elem.mantissa_bits, 1.0 / mxf.element_max,
-        *convert.kernel_for(elem, m, True, False), wide)
+        *convert.kernel_for(elem, m, True, False, True), wide)
     if mxf.integer:
         twos_complement(codes)
     codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))

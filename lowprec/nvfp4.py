@@ -233,8 +233,8 @@ def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32) -> np.ndarray:
     s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
     np.minimum(s_dec_b, _FLT_MAX, out=s_dec_b)
     codes = np.empty(s_dec_b.shape, np.uint8)
-    kernel, q = convert.kernel_for(BLOCK_SCALE, MODE_INT["rne"], True, False)
-    kernel(q, s_dec_b, _NO_SEEDS, codes, True)
+    kernel, q = convert.kernel_for(BLOCK_SCALE, MODE_INT["rne"], True, False, True)
+    kernel(q, s_dec_b, _NO_SEEDS, codes)
     return codes  # every float32, NaN included, has an E4M3 code
 
 
@@ -264,7 +264,7 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     s_enc, s_dec = _tensor_scales(float(block_amax.max()), global_scale)
     scale_codes = _block_scale_codes(block_amax, s_enc)
     codes = nvfp4_elements(flat, cols, block_size, scale_codes, _scale_table(), s_dec, bad,
-                           *convert.kernel_for(ELEMENT, m, True, False), seeds)
+                           *convert.kernel_for(ELEMENT, m, True, False, True), seeds)
     if codes is None:
         return None
     scale_codes[bad] = _E4M3_NAN

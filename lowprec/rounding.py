@@ -79,7 +79,7 @@ def _small_kernel(fmt: FloatFormat | str, mode: str, saturate: bool, subnormals:
     m = params.MODE_INT[check_mode(mode)]
     if m == params.STOCHASTIC or not bits32.supports(f):
         return None
-    kernel, q = convert.kernel_for(f, m, bool(saturate), not subnormals)
+    kernel, q = convert.kernel_for(f, m, bool(saturate), not subnormals, to_codes)
     return kernel, q, (f.code_dtype if to_codes else np.dtype(np.float32))
 
 
@@ -104,7 +104,7 @@ def _small(x: Any, fmt: Any, mode: str, saturate: bool, subnormals: bool,
     kernel, q, dtype = found
     flat = x if x.ndim == 1 else x.reshape(-1)
     out = np.empty(flat.shape[0], dtype)
-    if kernel(q, flat, _NO_SEEDS, out, to_codes):
+    if kernel(q, flat, _NO_SEEDS, out):
         return None  # a NaN without a code: _convert says which
     return out if x.ndim == 1 else out.reshape(x.shape)
 

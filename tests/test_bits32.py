@@ -68,17 +68,18 @@ def _kernel_inputs(f, seed):
 
 
 def _assert_equals_round_pack(f, kernel, q, xb, mode, saturate, ftz, seeds):
-    """The kernel's codes and values of ``xb`` equal round_pack's, bit for bit."""
+    """The kernels' codes (``kernel[True]``) and values (``kernel[False]``) of
+    ``xb`` equal round_pack's, bit for bit."""
     what = f"{f.name} mode {mode} saturate={saturate} ftz={ftz}"
     ref = _reference(f, xb, mode, saturate, ftz, seeds)
     codes = np.empty(xb.shape, f.code_dtype)
-    assert kernel(q, xb.view(np.float32), seeds, codes, True) == 0
+    assert kernel[True](q, xb.view(np.float32), seeds, codes) == 0
     bad = np.flatnonzero(codes != ref)
     assert bad.size == 0, (
         f"{what}: {bad.size} mismatches, first x bits {xb[bad[0]]:#010x}: kernel "
         f"{int(codes[bad[0]]):#x}, round_pack {int(ref[bad[0]]):#x}")
     vals = np.empty(xb.shape, np.float32)
-    assert kernel(q, xb.view(np.float32), seeds, vals, False) == 0
+    assert kernel[False](q, xb.view(np.float32), seeds, vals) == 0
     vals = vals.view(np.int32)
     want = lp.decode(ref, f).astype(np.float32).view(np.int32)
     bad = np.flatnonzero(vals != want)
@@ -99,7 +100,8 @@ def test_bits32_equals_round_pack(f):
         s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
         for saturate, ftz in CASES:
             q = bits32.params_array(f, mode, saturate, ftz)
-            _assert_equals_round_pack(f, bits32.KERNELS[mode], q, xb, mode, saturate, ftz, s)
+            kernels = {codes: bits32.KERNELS[mode, codes] for codes in (True, False)}
+            _assert_equals_round_pack(f, kernels, q, xb, mode, saturate, ftz, s)
 
 
 @pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])
@@ -127,9 +129,11 @@ def test_bits32_direct_equals_round_pack(f):
     for mode in bits32_direct.DIRECT_MODES:
         s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
         for saturate, ftz in CASES:
-            kernel, q = convert.kernel_for(f, mode, saturate, ftz)
-            assert kernel is table[mode]
-            _assert_equals_round_pack(f, kernel, q, xb, mode, saturate, ftz, s)
+            kernels = {}
+            for codes in (True, False):
+                kernels[codes], q = convert.kernel_for(f, mode, saturate, ftz, codes)
+                assert kernels[codes] is table[mode, codes]
+            _assert_equals_round_pack(f, kernels, q, xb, mode, saturate, ftz, s)
 
 
 def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
@@ -137,8 +141,8 @@ def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
     assert {f.name for f in DIRECT_FORMATS} >= small - {"e8m0"}
     assert not bits32_direct.supports(lp.get_format("e8m0"))
     e8m0 = lp.get_format("e8m0")
-    assert convert.kernel_for(e8m0, MODE_INT["stochastic"], False, False)[0] \
-        is bits32.KERNELS[MODE_INT["stochastic"]]
+    assert convert.kernel_for(e8m0, MODE_INT["stochastic"], False, False, True)[0] \
+        is bits32.KERNELS[MODE_INT["stochastic"], True]
 
 
 @pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])
@@ -146,6 +150,6 @@ def test_bits32_direct_reports_nans_without_a_code(fmt):
     f = lp.get_format(fmt)
     x = np.array([1.0, np.nan, 2.0, -np.inf], np.float32)
     out = np.empty(x.shape, f.code_dtype)
-    kernel, q = convert.kernel_for(f, RNE, False, False)
-    assert kernel(q, x, NO_SEEDS, out, True) == 1
-    assert kernel(q, x[[0, 2, 3]], NO_SEEDS, out[:3], True) == 0
+    kernel, q = convert.kernel_for(f, RNE, False, False, True)
+    assert kernel(q, x, NO_SEEDS, out) == 1
+    assert kernel(q, x[[0, 2, 3]], NO_SEEDS, out[:3]) == 0

@@ -39,7 +39,7 @@ from numba import njit
 
 from .engine import _overflow, convert_one, decode_one
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
-from .sr import SR_BLOCK, sr_word
+from .sr import GOLDEN, SR_BLOCK, mix64
 from .u32 import U, shl, shr
 
 
@@ -309,10 +309,11 @@ def _one(Q, b, mode, w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _run(q, xbits, mode, seeds, out, want_codes):
+def _run(q, xbits, mode, seeds, out, codes):
     """Every element of ``xbits`` (uint32) into ``out`` (codes, or the int32
-    view of float32 values), a block of SR_BLOCK elements per stochastic seed.
-    Returns 1 if a NaN had no code (the caller raises), else 0."""
+    view of float32 values; ``codes`` a compile-time constant), a block of
+    SR_BLOCK elements per stochastic seed. Returns 1 if a NaN had no code (the
+    caller raises), else 0."""
     Q = _unpack(q)
     xbits = xbits.view(np.uint32)  # float32 values or their bits
     stoch = mode == STOCHASTIC
@@ -323,37 +324,33 @@ def _run(q, xbits, mode, seeds, out, want_codes):
         hi = min(lo + SR_BLOCK, n)
         seed = seeds[k] if stoch else np.uint64(0)
         xs = xbits[lo:hi]
-        os_ = out[lo:hi]
-        if want_codes:
-            for j in range(hi - lo):
-                w = sr_word(seed, j) if stoch else np.uint64(0)
-                code, bits, nan_bad = _one(Q, xs[j], mode, w)
-                os_[j] = code
-                bad = U(bad | nan_bad)
-        else:
-            ob = os_.view(np.int32)  # out: float32 (or its int32 view)
-            for j in range(hi - lo):
-                w = sr_word(seed, j) if stoch else np.uint64(0)
-                code, bits, nan_bad = _one(Q, xs[j], mode, w)
-                ob[j] = np.int32(bits)
-                bad = U(bad | nan_bad)
+        os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)  # values: their bits
+        z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
+        for j in range(hi - lo):
+            z += GOLDEN
+            w = mix64(z) if stoch else np.uint64(0)
+            code, bits, nan_bad = _one(Q, xs[j], mode, w)
+            os_[j] = code if codes else np.int32(bits)
+            bad = U(bad | nan_bad)
     return bad
 
 
-def _make(mode: int):
-    """The kernel for one rounding ``mode`` (a closure constant, so that each
-    mode's loop holds only its own rounding; the closure holds nothing else,
-    which numba's disk cache needs). Compiled on first use."""
+def _make(mode: int, codes: bool):
+    """The kernel for one rounding ``mode``, writing codes (``codes``) or float32
+    values: kernel(q, xbits, seeds, out). Both are closure constants, so that each
+    kernel's loop holds only its own rounding and its own store; the closure holds
+    nothing else, which numba's disk cache needs. Compiled on first use."""
 
     @njit(cache=True, nogil=True)
-    def kernel(q, xbits, seeds, out, want_codes):
-        return _run(q, xbits, mode, seeds, out, want_codes)
+    def kernel(q, xbits, seeds, out):
+        return _run(q, xbits, mode, seeds, out, codes)
 
     return kernel
 
 
-#: One kernel per rounding mode, indexed by the mode int.
-KERNELS = tuple(_make(mode) for mode in (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC))
+#: One kernel per rounding mode and output (codes or values), by (mode int, codes?).
+KERNELS = {(mode, codes): _make(mode, codes)
+           for mode in (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC) for codes in (True, False)}
 
 
 def round_bits32(q: np.ndarray, mode: int, xbits: np.ndarray, seeds: np.ndarray,
@@ -374,4 +371,4 @@ def round_bits32(q: np.ndarray, mode: int, xbits: np.ndarray, seeds: np.ndarray,
     >>> [hex(c) for c in out]
     ['0x1', '0x5', '0x7', '0xf']
     """
-    return KERNELS[mode](q, xbits, seeds, out, want_codes)
+    return KERNELS[mode, want_codes](q, xbits, seeds, out)

@@ -37,7 +37,7 @@ from numba import njit
 from . import bits32
 from .bits32 import _code_bits, _round_sig, special_codes
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
-from .sr import SR_BLOCK, sr_word
+from .sr import GOLDEN, SR_BLOCK, mix64
 from .u32 import U, shl, shr
 
 __all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "full_range", "kernel", "params_array",
@@ -246,21 +246,23 @@ def _direct_one(F, b, mode, w, full):
     return bits, code
 
 
-def _make(mode: int, full: bool):
+def _make(mode: int, full: bool, codes: bool):
     """The kernel for one rounding ``mode`` (a closure constant to numba, so the
     loop is branch-free), for formats with float32's exponent range (``full``)
-    or the others: kernel(q, x, seeds, out, want_codes) -> 1 if a NaN
-    has no code in the format, else 0. ``seeds``: one per SR_BLOCK elements
-    (stochastic rounding; else unused). Compiled on first use.
+    or the others, writing codes (``codes``) or float32 values:
+    kernel(q, x, seeds, out) -> 1 if a NaN has no code in the format, else 0.
+    ``seeds``: one per SR_BLOCK elements (stochastic rounding; else unused).
+    Compiled on first use, for each dtype of ``out`` it meets.
 
-    The closure holds two plain constants and nothing else: numba's disk cache
+    The closure holds three plain constants and nothing else: numba's disk cache
     keys a closure by its variables' pickled bytes, which for a compiled
-    function differ between processes (the cache would never hit).
+    function differ between processes (the cache would never hit). Codes and
+    values are separate kernels so that each compiles one loop, not both.
     """
     stoch = mode == STOCHASTIC
 
     @njit(cache=True, nogil=True)
-    def kernel(q, x, seeds, out, want_codes):
+    def kernel(q, x, seeds, out):
         F = _unpack(q)
         xbits = x.view(np.uint32)  # x: float32 values or their bits
         n = xbits.shape[0]
@@ -270,31 +272,26 @@ def _make(mode: int, full: bool):
             hi = min(lo + step, n)
             seed = seeds[lo // SR_BLOCK] if stoch else np.uint64(0)
             xs = xbits[lo:hi]
-            if want_codes:
-                os_ = out[lo:hi]
-                for i in range(hi - lo):
-                    b = U(xs[i])
-                    w = sr_word(seed, i) if stoch else np.uint64(0)
-                    bits, code = _direct_one(F, b, mode, w, full)
-                    os_[i] = code
-                    amax = max(amax, U(b & U(0x7FFFFFFF)))
-            else:
-                ob = out[lo:hi].view(np.int32)  # out: float32 (or its int32 view)
-                for i in range(hi - lo):
-                    b = U(xs[i])
-                    w = sr_word(seed, i) if stoch else np.uint64(0)
-                    bits, code = _direct_one(F, b, mode, w, full)
-                    ob[i] = np.int32(bits)
-                    amax = max(amax, U(b & U(0x7FFFFFFF)))
+            os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)  # values: their bits
+            z = seed  # SplitMix64 state: word i is mix64(seed + (i + 1) * GOLDEN)
+            for i in range(hi - lo):
+                b = U(xs[i])
+                z += GOLDEN
+                w = mix64(z) if stoch else np.uint64(0)
+                bits, code = _direct_one(F, b, mode, w, full)
+                os_[i] = code if codes else np.int32(bits)
+                amax = max(amax, U(b & U(0x7FFFFFFF)))
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 
     return kernel
 
 
-#: Kernels by mode int.
-KERNELS = {mode: _make(mode, False) for mode in DIRECT_MODES}
+#: Kernels by (mode int, codes?).
+KERNELS = {(mode, codes): _make(mode, False, codes)
+           for mode in DIRECT_MODES for codes in (True, False)}
 #: The same for formats with float32's exponent range (:func:`full_range`).
-FULL_KERNELS = {mode: _make(mode, True) for mode in DIRECT_MODES}
+FULL_KERNELS = {(mode, codes): _make(mode, True, codes)
+                for mode in DIRECT_MODES for codes in (True, False)}
 
 
 def full_range(fmt: Any) -> bool:
@@ -308,6 +305,6 @@ def full_range(fmt: Any) -> bool:
     return supports(fmt) and fmt.emin == -126
 
 
-def kernel(fmt: Any, mode: int) -> Any:
-    """The kernel of ``fmt`` (one :func:`supports`) in ``mode``."""
-    return (FULL_KERNELS if full_range(fmt) else KERNELS)[mode]
+def kernel(fmt: Any, mode: int, codes: bool) -> Any:
+    """The kernel of ``fmt`` (one :func:`supports`) in ``mode``, to codes or values."""
+    return (FULL_KERNELS if full_range(fmt) else KERNELS)[mode, codes]

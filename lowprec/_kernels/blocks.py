@@ -190,7 +190,7 @@ def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, ma
             xs = odd[:m].view(np.float32)
         else:
             xs = scratch[:m]
-        bad = kernel(q, xs, _NO_SEEDS, codes[e0:e1], True)
+        bad = kernel(q, xs, _NO_SEEDS, codes[e0:e1])
         assert bad == 0  # scaled elements are finite: every code exists
     return codes, scale_codes
 
@@ -272,7 +272,7 @@ def nvfp4_elements(x: np.ndarray, cols: int, bs: int, scale_codes: np.ndarray,
         _nvfp4_chunk(x, cols, bs, b0, b1, scale_codes, scale_values, s_dec, bad, scratch)
         m = e1 - e0
         s = seeds[e0 // SR_BLOCK:] if seeds.shape[0] else seeds
-        if kernel(q, scratch[:m], s, codes[e0:e1], True):
+        if kernel(q, scratch[:m], s, codes[e0:e1]):
             return None
     return codes
 

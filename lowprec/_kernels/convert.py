@@ -162,28 +162,31 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
     return round_kernel(P, xbits, is64, mode, saturate, ftz, _NO_WORDS, out)
 
 
-def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool) -> tuple[Any, np.ndarray]:
+def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool, codes: bool
+               ) -> tuple[Any, np.ndarray]:
     """(kernel, params array) of the fastest float32-bits kernel for ``fmt`` in
-    ``mode``: :mod:`.bits32_direct` where it applies (the usual formats), else
-    :mod:`.bits32`'s. Either is called as
-    ``kernel(q, xbits, seeds, out, want_codes)`` and returns 1 if a NaN has no
-    code in the format, else 0 (cached per format and mode).
+    ``mode``, writing codes (``codes``) or float32 values: :mod:`.bits32_direct`
+    where it applies (the usual formats), else :mod:`.bits32`'s. Either is
+    called as ``kernel(q, xbits, seeds, out)`` and returns 1 if a NaN has no
+    code in the format, else 0 (cached per format, mode and output).
 
     >>> from lowprec import get_format
     >>> from lowprec._kernels.params import RNE
-    >>> kernel_for(get_format("fp16"), RNE, False, False)[0] is bits32_direct.KERNELS[RNE]
+    >>> kernel_for(get_format("fp16"), RNE, False, False, True)[0] is \\
+    ...     bits32_direct.KERNELS[RNE, True]
     True
-    >>> kernel_for(get_format("e8m0"), RNE, False, False)[0] is bits32.KERNELS[RNE]
+    >>> kernel_for(get_format("e8m0"), RNE, False, False, False)[0] is bits32.KERNELS[RNE, False]
     True
     """
-    key = (fmt, mode, bool(saturate), bool(ftz))
+    key = (fmt, mode, bool(saturate), bool(ftz), bool(codes))
     found = _FOR.get(key)
     if found is None:
-        if mode in bits32_direct.KERNELS and bits32_direct.supports(fmt):
-            found = (bits32_direct.kernel(fmt, mode),
+        if mode in bits32_direct.DIRECT_MODES and bits32_direct.supports(fmt):
+            found = (bits32_direct.kernel(fmt, mode, bool(codes)),
                      bits32_direct.params_array(fmt, mode, saturate, ftz))
         else:
-            found = bits32.KERNELS[mode], bits32.params_array(fmt, mode, saturate, ftz)
+            found = (bits32.KERNELS[mode, bool(codes)],
+                     bits32.params_array(fmt, mode, saturate, ftz))
         _FOR[key] = found
     return found
 
@@ -197,9 +200,9 @@ def _bits32(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: b
     kernels: the index of the first NaN when the format has none, else (-1, 0).
     They take float32 arrays in and out (values) or codes out, one signature
     for every caller."""
-    kernel, q = kernel_for(fmt, mode, saturate, ftz)
+    kernel, q = kernel_for(fmt, mode, saturate, ftz, want_codes)
     x = xbits.view(np.float32)
-    if kernel(q, x, seeds, out, want_codes) == 0:
+    if kernel(q, x, seeds, out) == 0:
         return -1, 0
     return int(np.flatnonzero(np.isnan(x))[0]), INVALID_NAN
 

@@ -22,7 +22,7 @@ from .params import (
     RUP,
     STOCHASTIC,
 )
-from .sr import SR_BLOCK, sr_word
+from .sr import GOLDEN, SR_BLOCK, mix64, sr_word
 
 _kernel = njit(cache=True, nogil=True)
 
@@ -227,16 +227,20 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
         if want_codes:
             cs = codes[lo:hi]
             if full:
+                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    z += GOLDEN
+                    w = mix64(z) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_full_one(P, b, mode, w)
                     count += generic
                     cs[j] = code | (signbit_out if (b >> 31) != 0 else 0)
             else:
+                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    z += GOLDEN
+                    w = mix64(z) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
                     count += generic
                     neg = (b >> 31) != 0 and not (no_negzero and code == 0)
@@ -244,16 +248,20 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
         else:
             os_ = out_bits[lo:hi]
             if full:
+                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    z += GOLDEN
+                    w = mix64(z) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_full_one(P, b, mode, w)
                     count += generic
                     os_[j] = np.int32(bits | (b & np.int64(-0x80000000)))
             else:
+                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    w = sr_word(seed, j) if stoch else np.uint64(0)
+                    z += GOLDEN
+                    w = mix64(z) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
                     count += generic
                     neg = (b >> 31) != 0 and not (no_negzero and bits == 0)

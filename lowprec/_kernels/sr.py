@@ -30,13 +30,27 @@ _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 
 
-@_jit
-def sr_word(seed, j):
-    """The ``j``-th stochastic-rounding word of a block seeded with ``seed``."""
-    z = np.uint64(seed) + np.uint64(j + 1) * _GOLDEN
+#: SplitMix64's state step: word j of a block is ``mix64(seed + (j + 1) * GOLDEN)``.
+GOLDEN = _GOLDEN
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mix64(z):
+    """SplitMix64's output function (a bijection of 64-bit words)."""
     z = (z ^ (z >> np.uint64(30))) * _MIX1
     z = (z ^ (z >> np.uint64(27))) * _MIX2
     return z ^ (z >> np.uint64(31))
+
+
+@_jit
+def sr_word(seed, j):
+    """The ``j``-th stochastic-rounding word of a block seeded with ``seed``.
+
+    Loops over a block's elements keep the state instead, ``z = seed`` and then
+    ``z += GOLDEN; w = mix64(z)`` per element: the same words, and one 64-bit
+    multiplication fewer per element (the vectorised loop runs twice as fast).
+    """
+    return mix64(np.uint64(seed) + np.uint64(j + 1) * _GOLDEN)
 
 
 @_kernel
