@@ -85,7 +85,8 @@ fi
 mkdir -p "$HW"
 
 # --- the three parts ---------------------------------------------------------------
-step pytest 90 "$PY" -m pytest -q -p no:cacheprovider tests/test_gpu_device.py \
+# -o addopts="": no pytest-xdist needed on the GPU machine (pyproject asks for -n auto)
+step pytest 90 "$PY" -m pytest -q -o addopts="" -p no:cacheprovider tests/test_gpu_device.py \
     tests/test_gpu_compile.py tests/test_gpu_validate.py -rs
 step validate 200 "$PY" -m lowprec validate --gpu --out "$WORK/validation"
 step bench 70 "$PY" benchmarks/bench_gpu.py --json "$WORK/bench.json"
