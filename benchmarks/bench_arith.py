@@ -6,6 +6,7 @@ model under 2 s and sequential FP32 accumulation under 1 s.
 
     python benchmarks/bench_arith.py            # everything
     python benchmarks/bench_arith.py --quick    # fewer repetitions
+    python benchmarks/bench_arith.py --formats  # only add/sub/mul in every format
 
 First-call times include numba compilation (or loading it from the cache:
 delete lowprec/__pycache__ to measure a cold compile).
@@ -31,6 +32,8 @@ def best_of(fn, reps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--formats", action="store_true",
+                        help="only the add/sub/mul section over every format")
     args = parser.parse_args()
     reps = 3 if args.quick else 7
 
@@ -40,6 +43,9 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     n = 10**6
+    if args.formats:
+        formats_section(lp, rng, n, reps)
+        return
     a = rng.standard_normal(n).astype(np.float16)
     b = rng.standard_normal(n).astype(np.float16)
     c = rng.standard_normal(n).astype(np.float16)

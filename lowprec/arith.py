@@ -55,8 +55,9 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import arith, arith_fast, bits32, convert, params, sr
-from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
+from ._kernels import arith, arith32, arith_fast, bits32, bits32_direct, convert, params, sr
+from ._runtime import (_CHUNK, _as_float_array, _collect, _get_rng, _random_words, _run_split,
+                       _submit)
 from .formats import FloatFormat, get_format, reference_dtype
 from .rounding import _check_out, check_mode, decode, encode
 
@@ -148,6 +149,11 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     gen = _get_rng(rng) if stochastic else None
     names = "abc"
     scalar = all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands)
+    if (op in (arith.ADD, arith.SUB, arith.MUL) and not (codes or flags or stochastic)
+            and arith32.supports(fmt)):
+        fused = _fused(op, operands, fmt, mode, saturate, subnormals, into)
+        if fused is not None:
+            return fused[()] if scalar and into is None else fused
     converted = [_operand_codes(x, fmt, names[i], codes) for i, x in enumerate(operands)]
     shape = np.broadcast_shapes(*(c.shape for c, _ in converted))
     if not (codes or flags) and _float64_is_exact(op, fmt, mode):
@@ -180,8 +186,74 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     return (result, flag_arr) if flags else result
 
 
-_OP_NAMES = {arith.ADD: "add", arith.SUB: "sub", arith.MUL: "mul", arith.DIV: "div",
-             arith.SQRT: "sqrt", arith.FMA: "fma"}
+def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool,
+           subnormals: bool, into: Any) -> np.ndarray | None:
+    """add/sub/mul in one compiled pass (``_kernels.arith32``): operands read
+    as they are (float32 values, checked there, or the format's own codes),
+    results written straight into the result (or ``out=``). None when the
+    kernel found a bad operand or an invalid result: the caller's route then
+    raises the error. Operands of other types are checked and converted to
+    float32 first (scalars mostly). Result types as :func:`_apply`'s."""
+    own = reference_dtype(fmt)
+    flat, kinds = [], set()
+    for name, x in zip("ab", operands):
+        arr = np.asarray(x)
+        if own is not None and arr.dtype == own:
+            arr, kind = arr.view(fmt.code_dtype), "own"
+        elif arr.dtype == np.float32:
+            arr, kind = arr.view(np.uint32), "f32"
+        else:  # checked (and refused) here, then float32 values like the others
+            codes, kind = _operand_codes(arr, fmt, name, False)
+            arr = decode(codes, fmt).astype(np.float32).view(np.uint32)
+        flat.append(arr)
+        kinds.add(kind)
+    shape = np.broadcast_shapes(*(x.shape for x in flat))
+    flat = [x.reshape(1) if x.size == 1 else
+            np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in flat]
+    if kinds == {"own"}:
+        dtype, store = own, fmt.code_dtype
+    elif kinds <= {"f32", "own"}:
+        dtype, store = np.dtype(np.float32), np.dtype(np.uint32)
+    else:
+        dtype, store = np.dtype(np.float64), np.dtype(np.float64)
+    result = np.empty(shape, dtype) if into is None else _check_out(
+        into, shape, dtype, _OP_NAMES[op])
+    target = result
+    if not result.flags.c_contiguous or any(np.may_share_memory(result, x) for x in flat):
+        target = np.empty(shape, dtype)  # written whole, then copied into out=
+    out = target.reshape(-1).view(store)
+    m = params.MODE_INT[mode]
+    kernel = arith32.kernel(arith.MUL if op == arith.MUL else arith.ADD,
+                            m if m in _FUSED_MODES else arith32.ANY_MODE,
+                            arith32.wide_product(fmt), bits32_direct.full_range(fmt))
+    q = bits32_direct.params_array(fmt, m, saturate, not subnormals)
+    qc = bits32_direct.params_array(fmt, params.RTZ, False, False)
+    dq = _decode_params(fmt)
+    neg_b = 0x80000000 if op == arith.SUB else 0
+    a, b = flat
+
+    def run(start: int, stop: int) -> int:
+        return kernel(q, qc, dq, m, neg_b, a if a.shape[0] == 1 else a[start:stop],
+                      b if b.shape[0] == 1 else b[start:stop], out[start:stop])
+
+    if any(status for _, status in _run_split(run, out.shape[0], 1)):
+        return None
+    if target is not result:
+        np.copyto(result, target)
+    return result
+
+
+#: The modes with a kernel of their own (a compile-time constant: the fastest
+#: loop); the others share one that takes the mode as an argument.
+_FUSED_MODES = (params.RNE,)
+_DECODE: dict[FloatFormat, np.ndarray] = {}
+
+
+def _decode_params(fmt: FloatFormat) -> np.ndarray:
+    found = _DECODE.get(fmt)
+    if found is None:
+        found = _DECODE[fmt] = arith32.decode_params(fmt)
+    return found
 
 
 def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:

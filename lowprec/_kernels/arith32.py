@@ -1,0 +1,307 @@
+"""``add``, ``sub`` and ``mul`` in one compiled pass: operands in, results out.
+
+For the usual formats (:func:`supports`) and the deterministic modes, each
+element is read (float32 values, or the format's own codes decoded inline),
+checked, computed exactly or *rounded to odd* in float32, rounded once into the
+format by the float32 rounding of ``round_to`` (``bits32_direct._direct_one``)
+and written out (float32 or float64 values, or codes): no temporary arrays.
+
+Why one rounding of the float32 intermediate is the correctly rounded result
+(``odd(x)``: x truncated to 24 bits, the last bit set if anything was dropped):
+
+* Boldo & Melquiond ("Emulation of FMA and correctly rounded sums: proved
+  algorithms using rounding to odd", IEEE Trans. Computers 57(4), 2008):
+  rounding ``odd(x)`` to p bits in any deterministic mode gives the rounding of
+  x when the intermediate has at least p + 2 bits *at x's magnitude*. float32
+  has 24 (m <= 21 here); below the format's normal range the format keeps
+  fewer bits, float32 as many down to 2**-126 and then quanta of 2**-149, at
+  most a quarter of the format's quantum q >= 2**-147. Where x is exact in
+  float32 there is nothing to prove.
+* add/sub: s = fl32(a + b) and TwoSum's error e = (a + b) - s, exact
+  (Knuth, TAOCP vol. 2, 4.2.2; no underflow can spoil it: a sum of float32
+  values that lands below 2**-126 is exact). If e != 0 and s is even, the odd
+  neighbour of s on e's side is odd(a + b). IEEE signs of zero: float32 gives
+  them for rne (x + (-x) = +0); in ``rdown`` an exact zero sum is -0 unless
+  both terms are +0.
+* mul: the product of two p-bit significands has at most 2p bits. With
+  2p <= 24 and the products' range inside float32's (fp16 and the 8/6/4-bit
+  formats: :func:`wide_product` false), the float32 product is exact. bf16 and
+  tf32 products (2**-266 .. 2**256) are exact in float64 and brought to
+  float32 rounded to odd (``odd64``'s rule, :func:`_float32_odd`).
+* Overflow of float32 (an exact result beyond float32's largest value F): the
+  intermediate becomes +-F, odd. Every format here has max < F and rounds
+  every value above F like F in every mode (to max, or to its overflow result).
+
+Operands given as float32 values are checked as ``arith._operand_codes`` does:
+a value of the format rounds to itself (round toward zero, no saturation, no
+flush: -0.0 in formats without -0 reads as +0); a NaN is one where the format
+has NaNs; an infinity where it has infinities. A NaN result is the format's
+canonical (positive) NaN, as the integer kernel gives. The kernel reports a
+bad operand or a NaN result in a format without NaN by its return value; the
+caller then takes the reference route, which raises the error.
+
+Tests: ``tests/test_arith_fused.py`` holds it bit-equal to the integer kernel
+(``lowprec._kernels.arith.op_kernel``) on every pair of every 8-bit format.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from . import bits32_direct
+from .bits32_direct import _direct_one, _unpack
+from .arith import MUL
+from .params import RDOWN, RTZ
+from .u32 import U, shl, shr
+
+__all__ = ["ANY_MODE", "BAD_OPERAND", "NAN_RESULT", "decode_params", "kernel", "supports",
+           "wide_product"]
+
+_INF = 0x7F800000
+_QNAN = 0x7FC00000
+_F32_MAX = 0x7F7FFFFF
+_SIGN = 0x80000000
+_ABS = 0x7FFFFFFF
+
+#: kernel status bits (0: every result written)
+BAD_OPERAND = 1  # an operand is not a value of the format
+NAN_RESULT = 2  # a NaN result in a format without NaN
+
+#: The ``mode`` of a kernel compiled for every deterministic mode (the mode is an argument).
+ANY_MODE = -1
+
+
+def supports(fmt: Any) -> bool:
+    """Whether add/sub/mul of ``fmt`` take this kernel (deterministic modes):
+    the formats of ``bits32_direct`` with at most 21 mantissa bits (the float32
+    intermediate needs two bits more than the format).
+
+    >>> from lowprec import get_format
+    >>> [supports(get_format(f)) for f in ("fp16", "bf16", "tf32", "fp4_e2m1", "e8m0", "fp32")]
+    [True, True, True, True, False, False]
+    """
+    return bits32_direct.supports(fmt) and fmt.mantissa_bits <= 21
+
+
+def wide_product(fmt: Any) -> bool:
+    """Whether products of ``fmt`` values need float64: more than 24 bits, or a
+    range beyond float32's (bf16, tf32); else the float32 product is exact.
+
+    >>> from lowprec import get_format
+    >>> wide_product(get_format("fp16")), wide_product(get_format("bf16"))
+    (False, True)
+    """
+    p = fmt.mantissa_bits + 1
+    lsb = fmt.emin - fmt.mantissa_bits  # exponent of the smallest subnormal
+    return not (2 * p <= 24 and 2 * lsb >= -149 and 2 * (fmt.emax + 1) <= 128)
+
+
+class DecodeParams(NamedTuple):
+    """How the kernel reads a code of the format as float32 bits."""
+
+    mantissa_bits: int  # m
+    sign_shift: int  # width - 1: the code's sign bit
+    mag_mask: int  # the code bits below the sign bit
+    min_normal_mag: int  # 2**m: smaller magnitudes are subnormals
+    exp_offset: int  # (127 - bias) << 23: normal bits = (magnitude << (23 - m)) + exp_offset
+    q_bits: int  # float32 bits of the smallest subnormal q (subnormal value = magnitude * q)
+    max_mag: int  # the largest finite magnitude: above it, infinity or NaN
+    inf_mag: int  # the magnitude of infinity (never, in formats without)
+    nan_code: int  # the fnuz NaN (the sign bit alone), else never
+
+
+def decode_params(fmt: Any) -> np.ndarray:
+    """:class:`DecodeParams` of ``fmt`` as the int64 array the kernel takes."""
+    never = 0xFFFFFFFF
+    m = fmt.mantissa_bits
+    d = DecodeParams(
+        mantissa_bits=m,
+        sign_shift=fmt.width - 1,
+        mag_mask=fmt.sign_mask - 1,
+        min_normal_mag=1 << m,
+        exp_offset=(127 - fmt.bias) << 23,
+        q_bits=int(np.float32(fmt.smallest_subnormal).view(np.uint32)),
+        max_mag=fmt.max_code_magnitude,
+        inf_mag=fmt.max_code_magnitude + 1 if fmt.has_inf else never,
+        nan_code=fmt.sign_mask if fmt.nan == "negzero" else never,
+    )
+    return np.array(d, dtype=np.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unpack_decode(dq):
+    return DecodeParams(U(dq[0]), U(dq[1]), U(dq[2]), U(dq[3]), U(dq[4]), U(dq[5]), U(dq[6]),
+                        U(dq[7]), U(dq[8]))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _decode(D, c, full):
+    """float32 bits of code ``c``: the fields moved into place (normal codes;
+    subnormals of formats with float32's range too), magnitude * q (the other
+    subnormals), then infinity, NaN and the sign."""
+    mag = U(c & D.mag_mask)
+    bits = U(shl(mag, U(U(23) - D.mantissa_bits)) + D.exp_offset)
+    if not full:
+        sub = np.float32(np.float32(mag) * U(D.q_bits).view(np.float32)).view(np.uint32)
+        bits = U(sub) if mag < D.min_normal_mag else bits
+    special = U(_INF) if mag == D.inf_mag else U(_QNAN)
+    bits = special if mag > D.max_mag else bits
+    bits = U(bits | shl(shr(U(c), D.sign_shift), U(31)))
+    return U(_QNAN) if U(c) == D.nan_code else bits
+
+
+def _load(x, i, D, Fc, full):  # typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_load, jit_options={"cache": True})
+def _load_impl(x, i, D, Fc, full):
+    """(float32 bits, is a value) of operand element ``x[i]``: float32 values
+    come as their uint32 bits and are checked; codes are decoded."""
+    if x.dtype == types.uint32:
+        def load_value(x, i, D, Fc, full):
+            b = U(x[i])
+            r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full)
+            mag = U(b & U(_ABS))
+            ok = (r == b) | (mag == U(0)) | ((mag > U(_INF)) & (Fc.no_nan == U(0)))
+            return r, ok
+        return load_value
+
+    def load_code(x, i, D, Fc, full):
+        return _decode(D, U(x[i]), full), True
+    return load_code
+
+
+def _store(out, i, bits, code):  # typed by the overload below
+    raise NotImplementedError
+
+
+@overload(_store, jit_options={"cache": True})
+def _store_impl(out, i, bits, code):
+    """Write one result: float32 bits (uint32 out), a float64 value, or the code."""
+    if out.dtype == types.uint32:
+        def store_bits(out, i, bits, code):
+            out[i] = bits
+        return store_bits
+    if out.dtype == types.float64:
+        def store_float64(out, i, bits, code):
+            out[i] = np.float64(U(bits).view(np.float32))
+        return store_float64
+
+    def store_code(out, i, bits, code):
+        out[i] = code
+    return store_code
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _float32_odd(v):
+    """float32 bits of float64 ``v`` rounded to odd (``odd64.to_float32_odd``'s
+    rule: numpy's conversion rounds to nearest; if that was inexact and landed
+    on an even pattern, one step toward v; from infinity, -1 is float32's
+    largest value)."""
+    f = np.float32(v)
+    f_bits = U(f.view(np.uint32))
+    back = np.float64(f)
+    fix = (back != v) & (v == v) & ((f_bits & U(1)) == U(0))
+    step = U(1) if abs(back) < abs(v) else U(0xFFFFFFFF)
+    return U(f_bits + step) if fix else f_bits
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sum_odd(xa, xb, rdown):
+    """float32 bits of odd(a + b) for float32 bits xa, xb (TwoSum; see the
+    module docstring), with IEEE's zero signs (``rdown``: rounding down)."""
+    fa = U(xa).view(np.float32)
+    fb = U(xb).view(np.float32)
+    s = fa + fb
+    bb = s - fa
+    e = (fa - (s - bb)) + (fb - bb)  # exact: a + b = s + e (s finite)
+    s_bits = U(np.float32(s).view(np.uint32))
+    s_mag = U(s_bits & U(_ABS))
+    away = (e > 0) == (s > 0)  # the exact sum is further from zero than s
+    step = U(1) if away else U(0xFFFFFFFF)
+    odd = (s_mag < U(_INF)) & (e != 0) & ((s_bits & U(1)) == U(0))
+    s_bits = U(s_bits + step) if odd else s_bits
+    finite_in = (U(xa & U(_ABS)) < U(_INF)) & (U(xb & U(_ABS)) < U(_INF))
+    overflow = (s_mag == U(_INF)) & finite_in
+    s_bits = U(U(s_bits & U(_SIGN)) | U(_F32_MAX)) if overflow else s_bits
+    if rdown:  # an exact zero is -0 unless both terms are +0
+        s_bits = U(U(xa | xb) & U(_SIGN)) if s_mag == U(0) else s_bits
+    return s_bits
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _product_odd(xa, xb, wide):
+    """float32 bits of odd(a * b): the float32 product (exact unless ``wide``),
+    or the exact float64 product rounded to odd."""
+    fa = U(xa).view(np.float32)
+    fb = U(xb).view(np.float32)
+    if wide:
+        return _float32_odd(np.float64(fa) * np.float64(fb))
+    return U(np.float32(fa * fb).view(np.uint32))
+
+
+def _make(op: int, mode: int, wide: bool, full: bool):
+    """The kernel of ``op`` (ADD for add and sub, or MUL) in ``mode`` (a
+    compile-time constant, or :data:`ANY_MODE`: the mode is the ``mode_arg``
+    argument), ``wide`` products (:func:`wide_product`) and formats of
+    float32's exponent range (``full``, see ``bits32_direct._direct_one``)::
+
+        kernel(q, qc, dq, mode_arg, neg_b, a, b, out) -> status
+
+    ``q``: ``bits32_direct.params_array`` of the format in the mode; ``qc``:
+    the same for rtz, no saturation or flush (the operand check); ``dq``:
+    :func:`decode_params`; ``neg_b``: 0x80000000 to negate b (sub), else 0;
+    ``a``, ``b``: uint32 bits of float32 values, or codes (uint8/uint16); a
+    length-1 operand is broadcast; ``out``: uint32 (float32 bits), float64 or
+    codes. Returns :data:`BAD_OPERAND` | :data:`NAN_RESULT` bits (0: done).
+
+    Like ``bits32_direct._make``, the closure holds plain constants only (a
+    compiled function in it would make numba's disk cache miss).
+    """
+
+    @njit(cache=True, nogil=True, error_model="numpy")
+    def kernel(q, qc, dq, mode_arg, neg_b, a, b, out):
+        m = mode if mode != ANY_MODE else mode_arg
+        F = _unpack(q)
+        Fc = _unpack(qc)
+        D = _unpack_decode(dq)
+        neg = U(neg_b)
+        rdown = m == RDOWN
+        sa = 0 if a.shape[0] == 1 else 1
+        sb = 0 if b.shape[0] == 1 else 1
+        good = True
+        r_max = U(0)  # the largest result magnitude: a NaN is above inf's
+        for i in range(out.shape[0]):
+            xa, ok_a = _load(a, i * sa, D, Fc, full)
+            xb, ok_b = _load(b, i * sb, D, Fc, full)
+            good &= ok_a & ok_b
+            if op == MUL:
+                r = _product_odd(xa, xb, wide)
+            else:
+                r = _sum_odd(xa, U(xb ^ neg), rdown)
+            r_mag = U(r & U(_ABS))
+            r = U(_QNAN) if r_mag > U(_INF) else r  # the canonical NaN
+            r_max = max(r_max, r_mag)
+            bits, code = _direct_one(F, r, m, np.uint64(0), full)
+            _store(out, i, bits, code)
+        status = 0 if good else BAD_OPERAND
+        return status | (NAN_RESULT if (r_max > U(_INF)) & (F.no_nan != U(0)) else 0)
+
+    return kernel
+
+
+_KERNELS: dict[tuple[int, int, bool, bool], Any] = {}
+
+
+def kernel(op: int, mode: int, wide: bool, full: bool) -> Any:
+    """The kernel of :func:`_make` for these constants (made once, compiled on first use)."""
+    key = (op, mode, bool(wide) and op == MUL, bool(full))
+    found = _KERNELS.get(key)
+    if found is None:
+        found = _KERNELS[key] = _make(*key)
+    return found
