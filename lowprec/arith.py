@@ -188,44 +188,47 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
 
 def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool,
            subnormals: bool, into: Any) -> np.ndarray | None:
-    """add/sub/mul in one compiled pass (``_kernels.arith32``): operands read
-    as they are (float32 values, checked there, or the format's own codes),
-    results written straight into the result (or ``out=``). None when the
-    kernel found a bad operand or an invalid result: the caller's route then
-    raises the error. Operands of other types are checked and converted to
-    float32 first (scalars mostly). Result types as :func:`_apply`'s."""
+    """add/sub/mul in one compiled pass (``_kernels.arith32``): operands read as
+    they are (float32 values, checked there, or the format's own codes), results
+    written straight into the result (or ``out=``). None when the kernel found
+    a bad operand or an invalid result: the caller's route then raises the
+    error. Result types as :func:`_apply`'s.
+
+    The kernel takes two operands of one kind: both of the format's own dtype,
+    or both float32. Mixed kinds become float32 first (own dtypes exactly, any
+    other operand once checked by :func:`_operand_codes`), and results due as
+    float64 are converted from float32: one pass more, and few compiled kernels.
+    """
     own = reference_dtype(fmt)
-    flat, kinds = [], set()
-    for name, x in zip("ab", operands):
-        arr = np.asarray(x)
-        if own is not None and arr.dtype == own:
-            arr, kind = arr.view(fmt.code_dtype), "own"
-        elif arr.dtype == np.float32:
-            arr, kind = arr.view(np.uint32), "f32"
-        else:  # checked (and refused) here, then float32 values like the others
-            codes, kind = _operand_codes(arr, fmt, name, False)
-            arr = decode(codes, fmt).astype(np.float32).view(np.uint32)
-        flat.append(arr)
-        kinds.add(kind)
+    arrays = [np.asarray(x) for x in operands]
+    kinds = ["own" if own is not None and x.dtype == own else
+             "f32" if x.dtype == np.float32 else "other" for x in arrays]
+    if kinds == ["own", "own"]:
+        flat = [x.view(fmt.code_dtype) for x in arrays]
+        dtype, store = np.dtype(own), fmt.code_dtype
+    else:
+        for i, kind in enumerate(kinds):
+            if kind == "own":
+                with np.errstate(invalid="ignore"):  # ml_dtypes warns on casting its NaNs
+                    arrays[i] = arrays[i].astype(np.float32)
+            elif kind == "other":  # checked (and refused) here
+                codes, _ = _operand_codes(arrays[i], fmt, "ab"[i], False)
+                arrays[i] = decode(codes, fmt).astype(np.float32)
+        flat = [x.view(np.uint32) for x in arrays]
+        dtype = np.dtype(np.float64 if "other" in kinds else np.float32)
+        store = np.dtype(np.uint32)
     shape = np.broadcast_shapes(*(x.shape for x in flat))
     flat = [x.reshape(1) if x.size == 1 else
             np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in flat]
-    if kinds == {"own"}:
-        dtype, store = own, fmt.code_dtype
-    elif kinds <= {"f32", "own"}:
-        dtype, store = np.dtype(np.float32), np.dtype(np.uint32)
-    else:
-        dtype, store = np.dtype(np.float64), np.dtype(np.float64)
     result = np.empty(shape, dtype) if into is None else _check_out(
         into, shape, dtype, _OP_NAMES[op])
     target = result
-    if not result.flags.c_contiguous or any(np.may_share_memory(result, x) for x in flat):
-        target = np.empty(shape, dtype)  # written whole, then copied into out=
+    if (dtype.itemsize != store.itemsize or not result.flags.c_contiguous
+            or any(np.may_share_memory(result, x) for x in flat)):
+        target = np.empty(shape, np.float32 if dtype == np.float64 else dtype)
     out = target.reshape(-1).view(store)
     m = params.MODE_INT[mode]
-    kernel = arith32.kernel(arith.MUL if op == arith.MUL else arith.ADD,
-                            m if m in _FUSED_MODES else arith32.ANY_MODE,
-                            arith32.wide_product(fmt), bits32_direct.full_range(fmt))
+    kernel = arith32.kernel_for(arith.MUL if op == arith.MUL else arith.ADD, fmt, m)
     q = bits32_direct.params_array(fmt, m, saturate, not subnormals)
     qc = bits32_direct.params_array(fmt, params.RTZ, False, False)
     dq = _decode_params(fmt)
@@ -233,19 +236,16 @@ def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool
     a, b = flat
 
     def run(start: int, stop: int) -> int:
-        return kernel(q, qc, dq, m, neg_b, a if a.shape[0] == 1 else a[start:stop],
+        return kernel(q, qc, dq, neg_b, a if a.shape[0] == 1 else a[start:stop],
                       b if b.shape[0] == 1 else b[start:stop], out[start:stop])
 
     if any(status for _, status in _run_split(run, out.shape[0], 1)):
         return None
-    if target is not result:
+    if target is not result:  # float64 results, a strided or overlapping out=
         np.copyto(result, target)
     return result
 
 
-#: The modes with a kernel of their own (a compile-time constant: the fastest
-#: loop); the others share one that takes the mode as an argument.
-_FUSED_MODES = (params.RNE,)
 _DECODE: dict[FloatFormat, np.ndarray] = {}
 
 

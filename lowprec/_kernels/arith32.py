@@ -55,10 +55,10 @@ from numba.extending import overload
 from . import bits32_direct
 from .bits32_direct import _direct_one, _unpack
 from .arith import MUL
-from .params import RDOWN, RTZ
+from .params import RDOWN, RNA, RNE, RTZ
 from .u32 import U, shl, shr
 
-__all__ = ["ANY_MODE", "BAD_OPERAND", "NAN_RESULT", "decode_params", "kernel", "supports",
+__all__ = ["BAD_OPERAND", "NAN_RESULT", "decode_params", "kernel_for", "supports",
            "wide_product"]
 
 _INF = 0x7F800000
@@ -71,8 +71,8 @@ _ABS = 0x7FFFFFFF
 BAD_OPERAND = 1  # an operand is not a value of the format
 NAN_RESULT = 2  # a NaN result in a format without NaN
 
-#: The ``mode`` of a kernel compiled for every deterministic mode (the mode is an argument).
-ANY_MODE = -1
+_BLOCK = 4096  # elements per block (length-1 operands are copied to one block)
+
 
 
 def supports(fmt: Any) -> bool:
@@ -132,13 +132,19 @@ def decode_params(fmt: Any) -> np.ndarray:
     return np.array(d, dtype=np.int64)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
+def _format_params(q):
+    """``bits32_direct._unpack`` compiled once, for every kernel."""
+    return _unpack(q)
+
+
+@njit(cache=True, nogil=True)
 def _unpack_decode(dq):
     return DecodeParams(U(dq[0]), U(dq[1]), U(dq[2]), U(dq[3]), U(dq[4]), U(dq[5]), U(dq[6]),
                         U(dq[7]), U(dq[8]))
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _decode(D, c, full):
     """float32 bits of code ``c``: the fields moved into place (normal codes;
     subnormals of formats with float32's range too), magnitude * q (the other
@@ -154,6 +160,26 @@ def _decode(D, c, full):
     return U(_QNAN) if U(c) == D.nan_code else bits
 
 
+@njit(cache=True, nogil=True)
+def _checked(Fc, b, full):
+    """(bits, is a value of the format) of float32 bits ``b``: it rounds to
+    itself toward zero (``Fc``: rtz, no saturation, no flush; a zero of either
+    sign is one, -0 reading as +0 where there is none), or is a NaN where the
+    format has NaNs. (A function of its own, not inlined by numba: compiled
+    once for every kernel, and LLVM inlines it.)"""
+    r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full)
+    mag = U(b & U(_ABS))
+    return r, (r == b) | (mag == U(0)) | ((mag > U(_INF)) & (Fc.no_nan == U(0)))
+
+
+@njit(cache=True, nogil=True)
+def _rounded(F, r, mode, full):
+    """(float32 bits, code) of float32 bits ``r`` rounded into the format
+    (``bits32_direct._direct_one``; compiled once for every kernel, as
+    :func:`_checked`)."""
+    return _direct_one(F, r, mode, np.uint64(0), full)
+
+
 def _load(x, i, D, Fc, full):  # typed by the overload below
     raise NotImplementedError
 
@@ -164,15 +190,11 @@ def _load_impl(x, i, D, Fc, full):
     come as their uint32 bits and are checked; codes are decoded."""
     if x.dtype == types.uint32:
         def load_value(x, i, D, Fc, full):
-            b = U(x[i])
-            r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full)
-            mag = U(b & U(_ABS))
-            ok = (r == b) | (mag == U(0)) | ((mag > U(_INF)) & (Fc.no_nan == U(0)))
-            return r, ok
+            return _checked(Fc, U(x[np.uintp(i)]), full)  # unsigned index: no wraparound test
         return load_value
 
     def load_code(x, i, D, Fc, full):
-        return _decode(D, U(x[i]), full), True
+        return _decode(D, U(x[np.uintp(i)]), full), True
     return load_code
 
 
@@ -182,22 +204,18 @@ def _store(out, i, bits, code):  # typed by the overload below
 
 @overload(_store, jit_options={"cache": True})
 def _store_impl(out, i, bits, code):
-    """Write one result: float32 bits (uint32 out), a float64 value, or the code."""
+    """Write one result: float32 bits (uint32 out) or the code."""
     if out.dtype == types.uint32:
         def store_bits(out, i, bits, code):
-            out[i] = bits
+            out[np.uintp(i)] = bits
         return store_bits
-    if out.dtype == types.float64:
-        def store_float64(out, i, bits, code):
-            out[i] = np.float64(U(bits).view(np.float32))
-        return store_float64
 
     def store_code(out, i, bits, code):
-        out[i] = code
+        out[np.uintp(i)] = code
     return store_code
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _float32_odd(v):
     """float32 bits of float64 ``v`` rounded to odd (``odd64.to_float32_odd``'s
     rule: numpy's conversion rounds to nearest; if that was inexact and landed
@@ -211,21 +229,25 @@ def _float32_odd(v):
     return U(f_bits + step) if fix else f_bits
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _sum_odd(xa, xb, rdown):
+@njit(cache=True, nogil=True)
+def _sum_odd(xa, xb, rdown, nearest):
     """float32 bits of odd(a + b) for float32 bits xa, xb (TwoSum; see the
-    module docstring), with IEEE's zero signs (``rdown``: rounding down)."""
+    module docstring), with IEEE's zero signs (``rdown``: rounding down).
+    ``nearest`` (rne and rna into formats of p <= 11 bits): the float32 sum
+    rounded to nearest instead, which rounds to nearest in the format like
+    the exact sum (the 2p + 1 rule, module docstring)."""
     fa = U(xa).view(np.float32)
     fb = U(xb).view(np.float32)
     s = fa + fb
-    bb = s - fa
-    e = (fa - (s - bb)) + (fb - bb)  # exact: a + b = s + e (s finite)
     s_bits = U(np.float32(s).view(np.uint32))
     s_mag = U(s_bits & U(_ABS))
-    away = (e > 0) == (s > 0)  # the exact sum is further from zero than s
-    step = U(1) if away else U(0xFFFFFFFF)
-    odd = (s_mag < U(_INF)) & (e != 0) & ((s_bits & U(1)) == U(0))
-    s_bits = U(s_bits + step) if odd else s_bits
+    if not nearest:
+        bb = s - fa
+        e = (fa - (s - bb)) + (fb - bb)  # exact: a + b = s + e (s finite)
+        away = (e > 0) == (s > 0)  # the exact sum is further from zero than s
+        step = U(1) if away else U(0xFFFFFFFF)
+        odd = (s_mag < U(_INF)) & (e != 0) & ((s_bits & U(1)) == U(0))
+        s_bits = U(s_bits + step) if odd else s_bits
     finite_in = (U(xa & U(_ABS)) < U(_INF)) & (U(xb & U(_ABS)) < U(_INF))
     overflow = (s_mag == U(_INF)) & finite_in
     s_bits = U(U(s_bits & U(_SIGN)) | U(_F32_MAX)) if overflow else s_bits
@@ -234,7 +256,7 @@ def _sum_odd(xa, xb, rdown):
     return s_bits
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _product_odd(xa, xb, wide):
     """float32 bits of odd(a * b): the float32 product (exact unless ``wide``),
     or the exact float64 product rounded to odd."""
@@ -245,62 +267,83 @@ def _product_odd(xa, xb, wide):
     return U(np.float32(fa * fb).view(np.uint32))
 
 
-def _make(op: int, mode: int, wide: bool, full: bool):
-    """The kernel of ``op`` (ADD for add and sub, or MUL) in ``mode`` (a
-    compile-time constant, or :data:`ANY_MODE`: the mode is the ``mode_arg``
-    argument), ``wide`` products (:func:`wide_product`) and formats of
-    float32's exponent range (``full``, see ``bits32_direct._direct_one``)::
+def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool):
+    """The kernel of ``op`` (ADD for add and sub, or MUL) in ``mode``, with
+    ``wide`` products (:func:`wide_product`), for formats of float32's
+    exponent range (``full``, see ``bits32_direct._direct_one``); ``nearest``:
+    sums rounded to nearest in float32 (:func:`_sum_odd`). All five are
+    compile-time constants: each kernel is one branch-free loop::
 
-        kernel(q, qc, dq, mode_arg, neg_b, a, b, out) -> status
+        kernel(q, qc, dq, neg_b, a, b, out) -> status
 
     ``q``: ``bits32_direct.params_array`` of the format in the mode; ``qc``:
     the same for rtz, no saturation or flush (the operand check); ``dq``:
     :func:`decode_params`; ``neg_b``: 0x80000000 to negate b (sub), else 0;
-    ``a``, ``b``: uint32 bits of float32 values, or codes (uint8/uint16); a
-    length-1 operand is broadcast; ``out``: uint32 (float32 bits), float64 or
-    codes. Returns :data:`BAD_OPERAND` | :data:`NAN_RESULT` bits (0: done).
+    ``a``, ``b``: uint32 bits of float32 values, or codes (uint8/uint16), a
+    length-1 operand broadcast; ``out``: uint32 (float32 bits) or codes.
+    Returns :data:`BAD_OPERAND` | :data:`NAN_RESULT` bits (0: all written).
 
     Like ``bits32_direct._make``, the closure holds plain constants only (a
-    compiled function in it would make numba's disk cache miss).
+    compiled function in it would make numba's disk cache miss). The helpers
+    are functions of their own, compiled once for all kernels (numba's own
+    inlining copies their code into every caller, at a cost of seconds per
+    kernel); LLVM inlines them.
     """
+    rdown = mode == RDOWN
 
     @njit(cache=True, nogil=True, error_model="numpy")
-    def kernel(q, qc, dq, mode_arg, neg_b, a, b, out):
-        m = mode if mode != ANY_MODE else mode_arg
-        F = _unpack(q)
-        Fc = _unpack(qc)
+    def kernel(q, qc, dq, neg_b, a, b, out):
+        F = _format_params(q)
+        Fc = _format_params(qc)
         D = _unpack_decode(dq)
         neg = U(neg_b)
-        rdown = m == RDOWN
-        sa = 0 if a.shape[0] == 1 else 1
-        sb = 0 if b.shape[0] == 1 else 1
+        n = out.shape[0]
+        # A length-1 operand is read from a block of copies: the loop below
+        # then reads both operands contiguously, and LLVM vectorises it.
+        a_fill = np.full(min(n, _BLOCK), a[0]) if a.shape[0] == 1 else a[:0]
+        b_fill = np.full(min(n, _BLOCK), b[0]) if b.shape[0] == 1 else b[:0]
         good = True
         r_max = U(0)  # the largest result magnitude: a NaN is above inf's
-        for i in range(out.shape[0]):
-            xa, ok_a = _load(a, i * sa, D, Fc, full)
-            xb, ok_b = _load(b, i * sb, D, Fc, full)
-            good &= ok_a & ok_b
-            if op == MUL:
-                r = _product_odd(xa, xb, wide)
-            else:
-                r = _sum_odd(xa, U(xb ^ neg), rdown)
-            r_mag = U(r & U(_ABS))
-            r = U(_QNAN) if r_mag > U(_INF) else r  # the canonical NaN
-            r_max = max(r_max, r_mag)
-            bits, code = _direct_one(F, r, m, np.uint64(0), full)
-            _store(out, i, bits, code)
+        for lo in range(0, n, _BLOCK):
+            hi = min(lo + _BLOCK, n)
+            a_blk = a_fill[:hi - lo] if a.shape[0] == 1 else a[lo:hi]
+            b_blk = b_fill[:hi - lo] if b.shape[0] == 1 else b[lo:hi]
+            o_blk = out[lo:hi]
+            for i in range(hi - lo):
+                xa, ok_a = _load(a_blk, i, D, Fc, full)
+                xb, ok_b = _load(b_blk, i, D, Fc, full)
+                good &= ok_a & ok_b
+                if op == MUL:
+                    r = _product_odd(xa, xb, wide)
+                else:
+                    r = _sum_odd(xa, U(xb ^ neg), rdown, nearest)
+                r_mag = U(r & U(_ABS))
+                r = U(_QNAN) if r_mag > U(_INF) else r  # the canonical NaN
+                r_max = max(r_max, r_mag)
+                # mode + 0: an int, not a literal, so one compiled _rounded
+                # serves every mode (LLVM folds the constant after inlining).
+                bits, code = _rounded(F, r, mode + 0, full)
+                _store(o_blk, i, bits, code)
         status = 0 if good else BAD_OPERAND
         return status | (NAN_RESULT if (r_max > U(_INF)) & (F.no_nan != U(0)) else 0)
 
     return kernel
 
 
-_KERNELS: dict[tuple[int, int, bool, bool], Any] = {}
+_KERNELS: dict[tuple[int, int, bool, bool, bool], Any] = {}
 
 
-def kernel(op: int, mode: int, wide: bool, full: bool) -> Any:
-    """The kernel of :func:`_make` for these constants (made once, compiled on first use)."""
-    key = (op, mode, bool(wide) and op == MUL, bool(full))
+def kernel_for(op: int, fmt: Any, mode: int) -> Any:
+    """The kernel of ``op`` (ADD, also for sub, or MUL) into ``fmt`` in
+    ``mode`` (a deterministic one), made once and compiled on first use.
+
+    >>> from lowprec import get_format
+    >>> from lowprec._kernels.params import RNE
+    >>> kernel_for(MUL, get_format("bf16"), RNE) is kernel_for(MUL, get_format("tf32"), RNE)
+    True
+    """
+    nearest = op != MUL and mode in (RNE, RNA) and 2 * (fmt.mantissa_bits + 1) + 1 <= 24
+    key = (op, mode, op == MUL and wide_product(fmt), bits32_direct.full_range(fmt), nearest)
     found = _KERNELS.get(key)
     if found is None:
         found = _KERNELS[key] = _make(*key)
