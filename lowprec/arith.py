@@ -56,8 +56,15 @@ from typing import Any
 import numpy as np
 
 from ._kernels import arith, arith32, arith_fast, bits32, bits32_direct, convert, params, sr
-from ._runtime import (_CHUNK, _as_float_array, _collect, _get_rng, _random_words, _run_split,
-                       _submit)
+from ._runtime import (
+    _CHUNK,
+    _as_float_array,
+    _collect,
+    _get_rng,
+    _random_words,
+    _run_split,
+    _submit,
+)
 from .formats import FloatFormat, get_format, reference_dtype
 from .rounding import _check_out, check_mode, decode, encode
 

@@ -37,8 +37,9 @@ a value of the format rounds to itself (round toward zero, no saturation, no
 flush: -0.0 in formats without -0 reads as +0); a NaN is one where the format
 has NaNs; an infinity where it has infinities. A NaN result is the format's
 canonical (positive) NaN, as the integer kernel gives. The kernel reports a
-bad operand or a NaN result in a format without NaN by its return value; the
-caller then takes the reference route, which raises the error.
+bad operand by its return value; the caller then takes the integer route,
+which raises the error. No invalid result needs reporting: inf - inf and
+0 * inf need an infinity, and formats with infinities have NaNs.
 
 Tests: ``tests/test_arith_fused.py`` holds it bit-equal to the integer kernel
 (``lowprec._kernels.arith.op_kernel``) on every pair of every 8-bit format.
@@ -53,12 +54,12 @@ from numba import njit, types
 from numba.extending import overload
 
 from . import bits32_direct
-from .bits32_direct import _direct_one, _unpack
 from .arith import MUL
+from .bits32_direct import _direct_one, _unpack
 from .params import RDOWN, RNA, RNE, RTZ
 from .u32 import U, shl, shr
 
-__all__ = ["BAD_OPERAND", "NAN_RESULT", "decode_params", "kernel_for", "supports",
+__all__ = ["BAD_OPERAND", "decode_params", "kernel_for", "supports",
            "wide_product"]
 
 _INF = 0x7F800000
@@ -67,9 +68,8 @@ _F32_MAX = 0x7F7FFFFF
 _SIGN = 0x80000000
 _ABS = 0x7FFFFFFF
 
-#: kernel status bits (0: every result written)
-BAD_OPERAND = 1  # an operand is not a value of the format
-NAN_RESULT = 2  # a NaN result in a format without NaN
+#: The kernel's status when an operand is not a value of the format (0: all written).
+BAD_OPERAND = 1
 
 _BLOCK = 4096  # elements per block (length-1 operands are copied to one block)
 
@@ -169,7 +169,8 @@ def _checked(Fc, b, full):
     once for every kernel, and LLVM inlines it.)"""
     r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full)
     mag = U(b & U(_ABS))
-    return r, (r == b) | (mag == U(0)) | ((mag > U(_INF)) & (Fc.no_nan == U(0)))
+    nan = mag > U(_INF)  # (rounds to numpy's NaN, a NaN even where the format has none)
+    return r, ((r == b) & ~nan) | (mag == U(0)) | (nan & (Fc.no_nan == U(0)))
 
 
 @njit(cache=True, nogil=True)
@@ -184,7 +185,7 @@ def _load(x, i, D, Fc, full):  # typed by the overload below
     raise NotImplementedError
 
 
-@overload(_load, jit_options={"cache": True})
+@overload(_load)
 def _load_impl(x, i, D, Fc, full):
     """(float32 bits, is a value) of operand element ``x[i]``: float32 values
     come as their uint32 bits and are checked; codes are decoded."""
@@ -202,7 +203,7 @@ def _store(out, i, bits, code):  # typed by the overload below
     raise NotImplementedError
 
 
-@overload(_store, jit_options={"cache": True})
+@overload(_store)
 def _store_impl(out, i, bits, code):
     """Write one result: float32 bits (uint32 out) or the code."""
     if out.dtype == types.uint32:
@@ -281,7 +282,7 @@ def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool):
     :func:`decode_params`; ``neg_b``: 0x80000000 to negate b (sub), else 0;
     ``a``, ``b``: uint32 bits of float32 values, or codes (uint8/uint16), a
     length-1 operand broadcast; ``out``: uint32 (float32 bits) or codes.
-    Returns :data:`BAD_OPERAND` | :data:`NAN_RESULT` bits (0: all written).
+    Returns :data:`BAD_OPERAND` if an operand is not a value, else 0.
 
     Like ``bits32_direct._make``, the closure holds plain constants only (a
     compiled function in it would make numba's disk cache miss). The helpers
@@ -303,7 +304,6 @@ def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool):
         a_fill = np.full(min(n, _BLOCK), a[0]) if a.shape[0] == 1 else a[:0]
         b_fill = np.full(min(n, _BLOCK), b[0]) if b.shape[0] == 1 else b[:0]
         good = True
-        r_max = U(0)  # the largest result magnitude: a NaN is above inf's
         for lo in range(0, n, _BLOCK):
             hi = min(lo + _BLOCK, n)
             a_blk = a_fill[:hi - lo] if a.shape[0] == 1 else a[lo:hi]
@@ -317,15 +317,12 @@ def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool):
                     r = _product_odd(xa, xb, wide)
                 else:
                     r = _sum_odd(xa, U(xb ^ neg), rdown, nearest)
-                r_mag = U(r & U(_ABS))
-                r = U(_QNAN) if r_mag > U(_INF) else r  # the canonical NaN
-                r_max = max(r_max, r_mag)
+                r = U(_QNAN) if U(r & U(_ABS)) > U(_INF) else r  # the canonical NaN
                 # mode + 0: an int, not a literal, so one compiled _rounded
                 # serves every mode (LLVM folds the constant after inlining).
                 bits, code = _rounded(F, r, mode + 0, full)
                 _store(o_blk, i, bits, code)
-        status = 0 if good else BAD_OPERAND
-        return status | (NAN_RESULT if (r_max > U(_INF)) & (F.no_nan != U(0)) else 0)
+        return 0 if good else BAD_OPERAND
 
     return kernel
 
