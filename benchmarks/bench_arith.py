@@ -142,14 +142,22 @@ def formats_section(lp, rng, n: int, reps: int) -> None:
     print(f"worst over formats: {worst:.2f}x numpy float16 (target <= 2x)")
     bx = lp.round_to(rng.standard_normal(n).astype(np.float32), "bf16").astype(ml_dtypes.bfloat16)
     by = lp.round_to(rng.standard_normal(n).astype(np.float32), "bf16").astype(ml_dtypes.bfloat16)
+    tx = lp.round_to(rng.standard_normal(n).astype(np.float32), "tf32")
+    ty = lp.round_to(rng.standard_normal(n).astype(np.float32), "tf32")
+    slowest = float("inf")
     for op, (ours, ref) in ops.items():
         t_ml = best_of(lambda ref=ref: ref(bx, by), reps)
         t_lp = best_of(lambda ours=ours: ours(bx, by, "bf16"), reps)
         t_32 = best_of(lambda ours=ours: ours(bx.astype(np.float32), by.astype(np.float32),
                                                "bf16"), reps)
+        t_tf = best_of(lambda ours=ours: ours(tx, ty, "tf32"), reps)
+        slowest = min(slowest, t_ml / t_lp, t_ml / t_tf)
         print(f"bf16 {op}: lowprec {n / t_lp / 1e6:.0f} M/s (bfloat16 operands), "
-              f"{n / t_32 / 1e6:.0f} M/s (float32 operands, conversion included); ml_dtypes "
-              f"{n / t_ml / 1e6:.0f} M/s -> {t_ml / t_lp:.2f}x ml_dtypes")
+              f"{n / t_32 / 1e6:.0f} M/s (float32 operands, conversion included); tf32 "
+              f"{n / t_tf / 1e6:.0f} M/s (float32 operands); ml_dtypes bfloat16 "
+              f"{n / t_ml / 1e6:.0f} M/s -> bf16 {t_ml / t_lp:.2f}x, tf32 {t_ml / t_tf:.2f}x "
+              "ml_dtypes' speed")
+    print(f"slowest of bf16 and tf32: {slowest:.2f}x ml_dtypes' speed (target >= 1x)")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ infinities, NaNs and the five exception flags included. The arithmetic is
 exact integer arithmetic on the operands' significands, ending in the one
 rounding engine (see ``lowprec/_kernels/arith.py`` for why each operation is exact).
 Computing in float64 and rounding once would *not* do: it double-rounds in
-directed and odd modes and for ``fma``.
+directed and odd modes and for ``fma``. Faster routes give the same results bit
+for bit: ``add``, ``sub`` and ``mul`` in the deterministic modes take one compiled
+pass that rounds a float32 intermediate rounded *to odd* once
+(``lowprec/_kernels/arith32.py`` says why that is exact); the others round
+float64 results rounded to odd (:func:`_float64_is_exact`).
 
 >>> import lowprec as lp
 >>> float(lp.add(1.0, 2.0**-11, "fp16"))          # a tie: to even
