@@ -59,7 +59,7 @@ from .bits32_direct import _direct_one, _unpack
 from .params import RDOWN, RNA, RNE, RTZ
 from .u32 import U, shl, shr
 
-__all__ = ["BAD_OPERAND", "decode_params", "kernel_for", "supports",
+__all__ = ["BAD_OPERAND", "decode_params", "float32_prefix", "kernel_for", "supports",
            "wide_product"]
 
 _INF = 0x7F800000
@@ -98,6 +98,19 @@ def wide_product(fmt: Any) -> bool:
     p = fmt.mantissa_bits + 1
     lsb = fmt.emin - fmt.mantissa_bits  # exponent of the smallest subnormal
     return not (2 * p <= 24 and 2 * lsb >= -149 and 2 * (fmt.emax + 1) <= 128)
+
+
+def float32_prefix(fmt: Any) -> bool:
+    """Whether ``fmt`` is the top bits of float32 (its sign, float32's 8-bit
+    exponent, infinities and NaNs, and the first m fraction bits): a float32
+    is one of its values iff its lower fraction bits are zero, or it is a NaN.
+
+    >>> from lowprec import get_format
+    >>> float32_prefix(get_format("bf16")), float32_prefix(get_format("fp16"))
+    (True, False)
+    """
+    return (bits32_direct.full_range(fmt) and fmt.exponent_bits == 8 and fmt.has_inf
+            and fmt.emax == 127)
 
 
 class DecodeParams(NamedTuple):
@@ -161,15 +174,20 @@ def _decode(D, c, full):
 
 
 @njit(cache=True, nogil=True)
-def _checked(Fc, b, full):
+def _checked(Fc, b, full, prefix):
     """(bits, is a value of the format) of float32 bits ``b``: it rounds to
     itself toward zero (``Fc``: rtz, no saturation, no flush; a zero of either
     sign is one, -0 reading as +0 where there is none), or is a NaN where the
-    format has NaNs. (A function of its own, not inlined by numba: compiled
-    once for every kernel, and LLVM inlines it.)"""
-    r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full)
+    format has NaNs. ``prefix`` (bf16, tf32: :func:`float32_prefix`): the same
+    test is that the fraction bits below the format's are zero, or a NaN.
+    (A function of its own, not inlined by numba: compiled once for every
+    kernel, and LLVM inlines it.)"""
     mag = U(b & U(_ABS))
     nan = mag > U(_INF)  # (rounds to numpy's NaN, a NaN even where the format has none)
+    if prefix:
+        low = U(shl(U(1), U(U(23) - Fc.mantissa_bits)) - U(1))
+        return b, (U(b & low) == U(0)) | nan
+    r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full)
     return r, ((r == b) & ~nan) | (mag == U(0)) | (nan & (Fc.no_nan == U(0)))
 
 
@@ -181,20 +199,20 @@ def _rounded(F, r, mode, full):
     return _direct_one(F, r, mode, np.uint64(0), full)
 
 
-def _load(x, i, D, Fc, full):  # typed by the overload below
+def _load(x, i, D, Fc, full, prefix):  # typed by the overload below
     raise NotImplementedError
 
 
 @overload(_load)
-def _load_impl(x, i, D, Fc, full):
+def _load_impl(x, i, D, Fc, full, prefix):
     """(float32 bits, is a value) of operand element ``x[i]``: float32 values
     come as their uint32 bits and are checked; codes are decoded."""
     if x.dtype == types.uint32:
-        def load_value(x, i, D, Fc, full):
-            return _checked(Fc, U(x[np.uintp(i)]), full)  # unsigned index: no wraparound test
+        def load_value(x, i, D, Fc, full, prefix):
+            return _checked(Fc, U(x[np.uintp(i)]), full, prefix)  # unsigned index: no wraparound test
         return load_value
 
-    def load_code(x, i, D, Fc, full):
+    def load_code(x, i, D, Fc, full, prefix):
         return _decode(D, U(x[np.uintp(i)]), full), True
     return load_code
 
@@ -268,12 +286,13 @@ def _product_odd(xa, xb, wide):
     return U(np.float32(fa * fb).view(np.uint32))
 
 
-def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool):
+def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool, prefix: bool):
     """The kernel of ``op`` (ADD for add and sub, or MUL) in ``mode``, with
     ``wide`` products (:func:`wide_product`), for formats of float32's
     exponent range (``full``, see ``bits32_direct._direct_one``); ``nearest``:
-    sums rounded to nearest in float32 (:func:`_sum_odd`). All five are
-    compile-time constants: each kernel is one branch-free loop::
+    sums rounded to nearest in float32 (:func:`_sum_odd`); ``prefix``: the
+    format is :func:`float32_prefix`. All six are compile-time constants: each
+    kernel is one branch-free loop::
 
         kernel(q, qc, dq, neg_b, a, b, out) -> status
 
@@ -310,8 +329,8 @@ def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool):
             b_blk = b_fill[:hi - lo] if b.shape[0] == 1 else b[lo:hi]
             o_blk = out[lo:hi]
             for i in range(hi - lo):
-                xa, ok_a = _load(a_blk, i, D, Fc, full)
-                xb, ok_b = _load(b_blk, i, D, Fc, full)
+                xa, ok_a = _load(a_blk, i, D, Fc, full, prefix)
+                xb, ok_b = _load(b_blk, i, D, Fc, full, prefix)
                 good &= ok_a & ok_b
                 if op == MUL:
                     r = _product_odd(xa, xb, wide)
@@ -327,7 +346,7 @@ def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool):
     return kernel
 
 
-_KERNELS: dict[tuple[int, int, bool, bool, bool], Any] = {}
+_KERNELS: dict[tuple[int, int, bool, bool, bool, bool], Any] = {}
 
 
 def kernel_for(op: int, fmt: Any, mode: int) -> Any:
@@ -340,7 +359,8 @@ def kernel_for(op: int, fmt: Any, mode: int) -> Any:
     True
     """
     nearest = op != MUL and mode in (RNE, RNA) and 2 * (fmt.mantissa_bits + 1) + 1 <= 24
-    key = (op, mode, op == MUL and wide_product(fmt), bits32_direct.full_range(fmt), nearest)
+    key = (op, mode, op == MUL and wide_product(fmt), bits32_direct.full_range(fmt), nearest,
+           float32_prefix(fmt))
     found = _KERNELS.get(key)
     if found is None:
         found = _KERNELS[key] = _make(*key)
