@@ -231,8 +231,13 @@ def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool
     shape = np.broadcast_shapes(*(x.shape for x in flat))
     flat = [x.reshape(1) if x.size == 1 else
             np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in flat]
-    result = np.empty(shape, dtype) if into is None else _check_out(
-        into, shape, dtype, _OP_NAMES[op])
+    if into is None:
+        result = np.empty(shape, dtype)
+    else:
+        try:
+            result = _check_out(into, shape, dtype, _OP_NAMES[op])
+        except (TypeError, ValueError):
+            return None  # the other route raises, a bad operand's error first
     target = result
     if (dtype.itemsize != store.itemsize or not result.flags.c_contiguous
             or any(np.may_share_memory(result, x) for x in flat)):

@@ -194,6 +194,14 @@ def test_result_types_broadcasting_and_out():
         target = aa if out is a else bb if out is b else out
         assert lp.mul(aa, bb, f, out=target) is target
         assert np.array_equal(bits(target), bits(want))
+    for bad_out in (np.empty(a.shape, np.float64), np.empty((3, 2), np.float32), [0.0]):
+        with pytest.raises((TypeError, ValueError)) as got:
+            lp.mul(a, b, f, out=bad_out)
+        with pytest.raises((TypeError, ValueError)) as want_error:
+            lp.mul(a, b, f, out=bad_out, flags=True)
+        assert str(got.value) == str(want_error.value)
+    with pytest.raises(ValueError, match="operand a: element 0"):  # operands checked first
+        lp.mul(a + np.float32(0.1), b, f, out=np.empty(a.shape, np.float64))
 
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp4_e2m1", "bf16", "fp16"])
