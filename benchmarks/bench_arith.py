@@ -6,6 +6,7 @@ model under 2 s and sequential FP32 accumulation under 1 s.
 
     python benchmarks/bench_arith.py            # everything
     python benchmarks/bench_arith.py --quick    # fewer repetitions
+    python benchmarks/bench_arith.py --formats  # only add/sub/mul in every format
 
 First-call times include numba compilation (or loading it from the cache:
 delete lowprec/__pycache__ to measure a cold compile).
@@ -31,6 +32,8 @@ def best_of(fn, reps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--formats", action="store_true",
+                        help="only the add/sub/mul section over every format")
     args = parser.parse_args()
     reps = 3 if args.quick else 7
 
@@ -40,6 +43,9 @@ def main() -> None:
 
     rng = np.random.default_rng(0)
     n = 10**6
+    if args.formats:
+        formats_section(lp, rng, n, reps)
+        return
     a = rng.standard_normal(n).astype(np.float16)
     b = rng.standard_normal(n).astype(np.float16)
     c = rng.standard_normal(n).astype(np.float16)
@@ -136,14 +142,22 @@ def formats_section(lp, rng, n: int, reps: int) -> None:
     print(f"worst over formats: {worst:.2f}x numpy float16 (target <= 2x)")
     bx = lp.round_to(rng.standard_normal(n).astype(np.float32), "bf16").astype(ml_dtypes.bfloat16)
     by = lp.round_to(rng.standard_normal(n).astype(np.float32), "bf16").astype(ml_dtypes.bfloat16)
+    tx = lp.round_to(rng.standard_normal(n).astype(np.float32), "tf32")
+    ty = lp.round_to(rng.standard_normal(n).astype(np.float32), "tf32")
+    slowest = float("inf")
     for op, (ours, ref) in ops.items():
         t_ml = best_of(lambda ref=ref: ref(bx, by), reps)
         t_lp = best_of(lambda ours=ours: ours(bx, by, "bf16"), reps)
         t_32 = best_of(lambda ours=ours: ours(bx.astype(np.float32), by.astype(np.float32),
                                                "bf16"), reps)
+        t_tf = best_of(lambda ours=ours: ours(tx, ty, "tf32"), reps)
+        slowest = min(slowest, t_ml / t_lp, t_ml / t_tf)
         print(f"bf16 {op}: lowprec {n / t_lp / 1e6:.0f} M/s (bfloat16 operands), "
-              f"{n / t_32 / 1e6:.0f} M/s (float32 operands, conversion included); ml_dtypes "
-              f"{n / t_ml / 1e6:.0f} M/s -> {t_ml / t_lp:.2f}x ml_dtypes")
+              f"{n / t_32 / 1e6:.0f} M/s (float32 operands, conversion included); tf32 "
+              f"{n / t_tf / 1e6:.0f} M/s (float32 operands); ml_dtypes bfloat16 "
+              f"{n / t_ml / 1e6:.0f} M/s -> bf16 {t_ml / t_lp:.2f}x, tf32 {t_ml / t_tf:.2f}x "
+              "ml_dtypes' speed")
+    print(f"slowest of bf16 and tf32: {slowest:.2f}x ml_dtypes' speed (target >= 1x)")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,11 @@ infinities, NaNs and the five exception flags included. The arithmetic is
 exact integer arithmetic on the operands' significands, ending in the one
 rounding engine (see ``lowprec/_kernels/arith.py`` for why each operation is exact).
 Computing in float64 and rounding once would *not* do: it double-rounds in
-directed and odd modes and for ``fma``.
+directed and odd modes and for ``fma``. Faster routes give the same results bit
+for bit: ``add``, ``sub`` and ``mul`` in the deterministic modes take one compiled
+pass that rounds a float32 intermediate rounded *to odd* once
+(``lowprec/_kernels/arith32.py`` says why that is exact); the others round
+float64 results rounded to odd (:func:`_float64_is_exact`).
 
 >>> import lowprec as lp
 >>> float(lp.add(1.0, 2.0**-11, "fp16"))          # a tie: to even
@@ -55,8 +59,16 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import arith, arith_fast, bits32, convert, params, sr
-from ._runtime import _CHUNK, _as_float_array, _collect, _get_rng, _random_words, _submit
+from ._kernels import arith, arith32, arith_fast, bits32, bits32_direct, convert, params, sr
+from ._runtime import (
+    _CHUNK,
+    _as_float_array,
+    _collect,
+    _get_rng,
+    _random_words,
+    _run_split,
+    _submit,
+)
 from .formats import FloatFormat, get_format, reference_dtype
 from .rounding import _check_out, check_mode, decode, encode
 
@@ -148,6 +160,11 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     gen = _get_rng(rng) if stochastic else None
     names = "abc"
     scalar = all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands)
+    if (op in (arith.ADD, arith.SUB, arith.MUL) and not (codes or flags or stochastic)
+            and arith32.supports(fmt)):
+        fused = _fused(op, operands, fmt, mode, saturate, subnormals, into)
+        if fused is not None:
+            return fused[()] if scalar and into is None else fused
     converted = [_operand_codes(x, fmt, names[i], codes) for i, x in enumerate(operands)]
     shape = np.broadcast_shapes(*(c.shape for c, _ in converted))
     if not (codes or flags) and _float64_is_exact(op, fmt, mode):
@@ -180,8 +197,79 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     return (result, flag_arr) if flags else result
 
 
-_OP_NAMES = {arith.ADD: "add", arith.SUB: "sub", arith.MUL: "mul", arith.DIV: "div",
-             arith.SQRT: "sqrt", arith.FMA: "fma"}
+def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool,
+           subnormals: bool, into: Any) -> np.ndarray | None:
+    """add/sub/mul in one compiled pass (``_kernels.arith32``): operands read as
+    they are (float32 values, checked there, or the format's own codes), results
+    written straight into the result (or ``out=``). None when the kernel found
+    a bad operand or an invalid result: the caller's route then raises the
+    error. Result types as :func:`_apply`'s.
+
+    The kernel takes two operands of one kind: both of the format's own dtype,
+    or both float32. Mixed kinds become float32 first (own dtypes exactly, any
+    other operand once checked by :func:`_operand_codes`), and results due as
+    float64 are converted from float32: one pass more, and few compiled kernels.
+    """
+    own = reference_dtype(fmt)
+    arrays = [np.asarray(x) for x in operands]
+    kinds = ["own" if own is not None and x.dtype == own else
+             "f32" if x.dtype == np.float32 else "other" for x in arrays]
+    if kinds == ["own", "own"]:
+        flat = [x.view(fmt.code_dtype) for x in arrays]
+        dtype, store = np.dtype(own), fmt.code_dtype
+    else:
+        for i, kind in enumerate(kinds):
+            if kind == "own":
+                with np.errstate(invalid="ignore"):  # ml_dtypes warns on casting its NaNs
+                    arrays[i] = arrays[i].astype(np.float32)
+            elif kind == "other":  # checked (and refused) here
+                codes, _ = _operand_codes(arrays[i], fmt, "ab"[i], False)
+                arrays[i] = decode(codes, fmt).astype(np.float32)
+        flat = [x.view(np.uint32) for x in arrays]
+        dtype = np.dtype(np.float64 if "other" in kinds else np.float32)
+        store = np.dtype(np.uint32)
+    shape = np.broadcast_shapes(*(x.shape for x in flat))
+    flat = [x.reshape(1) if x.size == 1 else
+            np.ascontiguousarray(np.broadcast_to(x, shape)).reshape(-1) for x in flat]
+    if into is None:
+        result = np.empty(shape, dtype)
+    else:
+        try:
+            result = _check_out(into, shape, dtype, _OP_NAMES[op])
+        except (TypeError, ValueError):
+            return None  # the other route raises, a bad operand's error first
+    target = result
+    if (dtype.itemsize != store.itemsize or not result.flags.c_contiguous
+            or any(np.may_share_memory(result, x) for x in flat)):
+        target = np.empty(shape, np.float32 if dtype == np.float64 else dtype)
+    out = target.reshape(-1).view(store)
+    m = params.MODE_INT[mode]
+    kernel = arith32.kernel_for(arith.MUL if op == arith.MUL else arith.ADD, fmt, m)
+    q = bits32_direct.params_array(fmt, m, saturate, not subnormals)
+    qc = bits32_direct.params_array(fmt, params.RTZ, False, False)
+    dq = _decode_params(fmt)
+    neg_b = 0x80000000 if op == arith.SUB else 0
+    a, b = flat
+
+    def run(start: int, stop: int) -> int:
+        return kernel(q, qc, dq, neg_b, a if a.shape[0] == 1 else a[start:stop],
+                      b if b.shape[0] == 1 else b[start:stop], out[start:stop])
+
+    if any(status for _, status in _run_split(run, out.shape[0], 1)):
+        return None
+    if target is not result:  # float64 results, a strided or overlapping out=
+        np.copyto(result, target)
+    return result
+
+
+_DECODE: dict[FloatFormat, np.ndarray] = {}
+
+
+def _decode_params(fmt: FloatFormat) -> np.ndarray:
+    found = _DECODE.get(fmt)
+    if found is None:
+        found = _DECODE[fmt] = arith32.decode_params(fmt)
+    return found
 
 
 def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
