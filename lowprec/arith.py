@@ -247,7 +247,7 @@ def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool
     kernel = arith32.kernel_for(arith.MUL if op == arith.MUL else arith.ADD, fmt, m)
     q = bits32_direct.params_array(fmt, m, saturate, not subnormals)
     qc = bits32_direct.params_array(fmt, params.RTZ, False, False)
-    dq = _decode_params(fmt)
+    dq = arith32.decode_params(fmt)
     neg_b = 0x80000000 if op == arith.SUB else 0
     a, b = flat
 
@@ -261,15 +261,6 @@ def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool
         np.copyto(result, target)
     return result
 
-
-_DECODE: dict[FloatFormat, np.ndarray] = {}
-
-
-def _decode_params(fmt: FloatFormat) -> np.ndarray:
-    found = _DECODE.get(fmt)
-    if found is None:
-        found = _DECODE[fmt] = arith32.decode_params(fmt)
-    return found
 
 
 def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:

@@ -34,7 +34,7 @@ Why one rounding of the float32 intermediate is the correctly rounded result
   2p <= 24 and the products' range inside float32's (fp16 and the 8/6/4-bit
   formats: :func:`wide_product` false), the float32 product is exact. bf16 and
   tf32 products (2**-266 .. 2**256) are exact in float64 and brought to
-  float32 rounded to odd (``odd64``'s rule, :func:`_float32_odd`).
+  float32 rounded to odd (``odd64.float32_odd``).
 * Overflow of float32 (an exact result beyond float32's largest value F): the
   intermediate becomes +-F, odd. Every format here has max < F and rounds
   every value above F like F in every mode (to max, or to its overflow result).
@@ -55,6 +55,7 @@ and on adversarial fp16, bf16 and tf32 pairs, in every deterministic mode.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -64,6 +65,7 @@ from numba.extending import overload
 from . import bits32_direct
 from .arith import MUL
 from .bits32_direct import _direct_one, _unpack
+from .odd64 import float32_odd
 from .params import RDOWN, RNA, RNE, RTZ
 from .u32 import U, shl, shr
 
@@ -134,8 +136,10 @@ class DecodeParams(NamedTuple):
     nan_code: int  # the fnuz NaN (the sign bit alone), else never
 
 
+@lru_cache(maxsize=256)
 def decode_params(fmt: Any) -> np.ndarray:
-    """:class:`DecodeParams` of ``fmt`` as the int64 array the kernel takes."""
+    """:class:`DecodeParams` of ``fmt`` as the int64 array the kernel takes
+    (cached, read-only)."""
     never = 0xFFFFFFFF
     m = fmt.mantissa_bits
     d = DecodeParams(
@@ -149,7 +153,9 @@ def decode_params(fmt: Any) -> np.ndarray:
         inf_mag=fmt.max_code_magnitude + 1 if fmt.has_inf else never,
         nan_code=fmt.sign_mask if fmt.nan == "negzero" else never,
     )
-    return np.array(d, dtype=np.int64)
+    q = np.array(d, dtype=np.int64)
+    q.setflags(write=False)
+    return q
 
 
 @njit(cache=True, nogil=True)
@@ -243,20 +249,6 @@ def _store_impl(out, i, bits, code):
 
 
 @njit(cache=True, nogil=True)
-def _float32_odd(v):
-    """float32 bits of float64 ``v`` rounded to odd (``odd64.to_float32_odd``'s
-    rule: numpy's conversion rounds to nearest; if that was inexact and landed
-    on an even pattern, one step toward v; from infinity, -1 is float32's
-    largest value)."""
-    f = np.float32(v)
-    f_bits = U(f.view(np.uint32))
-    back = np.float64(f)
-    fix = (back != v) & (v == v) & ((f_bits & U(1)) == U(0))
-    step = U(1) if abs(back) < abs(v) else U(0xFFFFFFFF)
-    return U(f_bits + step) if fix else f_bits
-
-
-@njit(cache=True, nogil=True)
 def _sum_odd(xa, xb, rdown, nearest):
     """float32 bits of odd(a + b) for float32 bits xa, xb (TwoSum; see the
     module docstring), with IEEE's zero signs (``rdown``: rounding down).
@@ -290,7 +282,7 @@ def _product_odd(xa, xb, wide):
     fa = U(xa).view(np.float32)
     fb = U(xb).view(np.float32)
     if wide:
-        return _float32_odd(np.float64(fa) * np.float64(fb))
+        return float32_odd(np.float64(fa) * np.float64(fb))
     return U(np.float32(fa * fb).view(np.uint32))
 
 

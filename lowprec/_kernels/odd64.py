@@ -37,20 +37,26 @@ def supports(fmt: Any) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def to_float32_odd(x, out):
-    """out[i] = the bits of x[i] (float64) rounded to odd in float32.
+def float32_odd(v):
+    """The float32 bits (uint32) of float64 ``v`` rounded to odd.
 
     numpy's float32 conversion rounds to nearest; when that was inexact and
-    landed on an even significand, one step of the bit pattern toward x gives
+    landed on an even significand, one step of the bit pattern toward v gives
     the odd neighbour (patterns are ordered by magnitude: +1 is away from
     zero, -1 toward it; from infinity, -1 is float32's largest value). NaN and
-    infinities pass unchanged.
+    infinities pass unchanged. (A function of its own, compiled once for every
+    caller; LLVM inlines it into their loops.)
     """
+    f = np.float32(v)
+    f_bits = np.int64(f.view(np.uint32))
+    back = np.float64(f)
+    fix = (back != v) & (v == v) & ((f_bits & 1) == 0)
+    step = 1 if abs(back) < abs(v) else -1
+    return np.uint32(f_bits + (step if fix else 0))
+
+
+@njit(cache=True, nogil=True)
+def to_float32_odd(x, out):
+    """out[i] = :func:`float32_odd` of x[i] (float64), the bits of a float32."""
     for i in range(x.shape[0]):
-        v = x[i]
-        f = np.float32(v)
-        f_bits = np.int64(f.view(np.uint32))
-        back = np.float64(f)
-        fix = (back != v) & (v == v) & ((f_bits & 1) == 0)
-        step = 1 if abs(back) < abs(v) else -1
-        out[i] = np.uint32(f_bits + (step if fix else 0))
+        out[i] = float32_odd(x[i])

@@ -25,13 +25,10 @@ _kernel = njit(cache=True, nogil=True)
 # 64-bit words, SplitMix64 passes TestU01's BigCrush, and the result depends on
 # the seed and the element index only, never on the number of threads.
 SR_BLOCK = 4096
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+#: SplitMix64's state step: word j of a block is ``mix64(seed + (j + 1) * GOLDEN)``.
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
-
-
-#: SplitMix64's state step: word j of a block is ``mix64(seed + (j + 1) * GOLDEN)``.
-GOLDEN = _GOLDEN
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -50,7 +47,7 @@ def sr_word(seed, j):
     ``z += GOLDEN; w = mix64(z)`` per element: the same words, and one 64-bit
     multiplication fewer per element (the vectorised loop runs twice as fast).
     """
-    return mix64(np.uint64(seed) + np.uint64(j + 1) * _GOLDEN)
+    return mix64(np.uint64(seed) + np.uint64(j + 1) * GOLDEN)
 
 
 @_kernel
