@@ -13,8 +13,15 @@ values both. Stochastic rounding gets the same words on both sides
 (``sr_expand`` of the same block seeds), so it must agree bit for bit too.
 """
 
+import contextlib
+import ctypes
+import ctypes.util
+import platform
+import sys
+
 import numpy as np
 import pytest
+from numba import njit
 
 import lowprec as lp
 from lowprec._kernels import bits32, bits32_direct, convert
@@ -24,8 +31,11 @@ from lowprec.formats import custom_format
 
 # Every registered format of <= 16 bits, tf32, and two without mantissa bits
 # whose code 0 is zero (ties-to-even and odd read the implicit bit as the last).
+# Two more at the edges of rne by float32 addition (bits32_direct): emax 116, where
+# C would leave float32's range, and q = 2**-126, where subnormal inputs round to q.
 FORMATS = [f for f in lp.FORMATS.values() if f.width <= 16] + [lp.get_format("tf32")] + [
-    custom_format(4, 0, has_inf=False, nan="max"), custom_format(3, 0, has_inf=False, nan="none")]
+    custom_format(4, 0, has_inf=False, nan="max"), custom_format(3, 0, has_inf=False, nan="none"),
+    custom_format(7, 3, bias=10), custom_format(6, 3, bias=124)]
 NO_SEEDS = np.empty(0, np.uint64)
 
 
@@ -153,3 +163,88 @@ def test_bits32_direct_reports_nans_without_a_code(fmt):
     kernel, q = convert.kernel_for(f, RNE, False, False, True)
     assert kernel(q, x, NO_SEEDS, out) == 1
     assert kernel(q, x[[0, 2, 3]], NO_SEEDS, out[:3]) == 0
+
+
+# ----------------------------------------- rne by the processor's float32 addition
+# bits32_direct rounds to nearest even by (|x| + C) - C, which is right only
+# while the processor rounds to nearest even and reads subnormals as they are.
+# Each call checks; under any other state the kernel takes its integer loop.
+_GLIBC_X86 = sys.platform == "linux" and platform.machine() in ("x86_64", "AMD64")
+_FE = {"downward": 0x400, "upward": 0x800, "towardzero": 0xC00}  # glibc x86-64's <fenv.h>
+
+
+@njit
+def _fpu_check(q):
+    return bits32_direct.fpu_rounds_to_nearest(bits32_direct._unpack(q))
+
+
+def test_rne_by_addition_covers_the_small_formats_and_not_bf16():
+    names = {f.name for f in DIRECT_FORMATS if bits32_direct.rne_by_addition(f)}
+    assert names == {f.name for f in DIRECT_FORMATS if f.emin > -126} - {"e7m3"}  # (below)
+    assert "fp16" in names and "fp4_e2m1" in names and not names & {"bf16", "tf32"}
+    # a format whose C would pass float32's range one binade above its max keeps the integers
+    wide = custom_format(7, 3, bias=10)  # emax 116
+    assert bits32_direct.supports(wide) and not bits32_direct.rne_by_addition(wide)
+
+
+@contextlib.contextmanager
+def _rounding(direction):
+    libm = ctypes.CDLL(ctypes.util.find_library("m"))
+    old = libm.fegetround()
+    assert libm.fesetround(_FE[direction]) == 0
+    try:
+        yield
+    finally:
+        assert libm.fesetround(old) == 0
+
+
+@pytest.mark.skipif(not _GLIBC_X86, reason="sets the rounding direction with glibc x86-64's fesetround")
+@pytest.mark.parametrize("direction", list(_FE))
+def test_rne_kernel_is_exact_whatever_the_processor_rounding(direction):
+    fmts = [lp.get_format(n) for n in ("fp16", "fp8_e4m3", "fp8_e5m2fnuz", "fp4_e2m1")]
+    q0 = bits32_direct.params_array(fmts[0], RNE, False, False)
+    assert _fpu_check(q0)
+    want = {}
+    for f in fmts:
+        xb, _ = _kernel_inputs(f, 9)
+        want[f.name] = _reference(f, xb, RNE, False, False, NO_SEEDS), xb
+        kernel, q = convert.kernel_for(f, RNE, False, False, True)
+        assert kernel is bits32_direct.KERNELS[RNE, True] and q[0] >= 0  # compiled before
+        kernel(q, xb[:8].view(np.float32), NO_SEEDS, np.empty(8, f.code_dtype))
+    with _rounding(direction):
+        # the processor really rounds otherwise now, and the kernel's check sees it
+        assert np.float32(1) + np.float32(2.0 ** -25) != 1 or \
+            np.float32(1) + np.float32(3 * 2.0 ** -25) == 1
+        assert not _fpu_check(q0)
+        got = {}
+        for f in fmts:
+            ref, xb = want[f.name]
+            kernel, q = convert.kernel_for(f, RNE, False, False, True)
+            got[f.name] = np.empty(xb.shape, f.code_dtype)
+            kernel(q, xb.view(np.float32), NO_SEEDS, got[f.name])
+    assert _fpu_check(q0)
+    for f in fmts:
+        ref, xb = want[f.name]
+        bad = np.flatnonzero(got[f.name] != ref)
+        assert bad.size == 0, f"{f.name} rounding {direction}: x bits {xb[bad[0]]:#010x}"
+
+
+def test_rne_kernel_is_exact_with_denormals_are_zero():
+    torch = pytest.importorskip("torch", reason="sets denormals-are-zero with torch.set_flush_denormal")
+    f = custom_format(6, 3, bias=124)  # q = 2**-126: a float32 subnormal input above q/2 rounds to q
+    assert bits32_direct.rne_by_addition(f)
+    x = np.array([2.0 ** -126 * 0.75, -(2.0 ** -126) * 0.75, 2.0 ** -149, 1.0], np.float32)
+    q = bits32_direct.params_array(f, RNE, False, False)
+    kernel = bits32_direct.KERNELS[RNE, False]
+    want = np.empty(4, np.float32)
+    kernel(q, x, NO_SEEDS, want)
+    assert want[0] == 2.0 ** -126 and want[1] == -(2.0 ** -126) and want[2] == 0
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this processor has no denormals-are-zero mode")
+    try:
+        assert not _fpu_check(q)
+        got = np.empty(4, np.float32)
+        kernel(q, x, NO_SEEDS, got)
+    finally:
+        torch.set_flush_denormal(False)
+    assert got.tobytes() == want.tobytes()

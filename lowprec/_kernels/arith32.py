@@ -138,7 +138,7 @@ class DecodeParams(NamedTuple):
 
 @lru_cache(maxsize=256)
 def decode_params(fmt: Any) -> np.ndarray:
-    """:class:`DecodeParams` of ``fmt`` as the int64 array the kernel takes
+    """:class:`DecodeParams` of ``fmt`` as the uint32 array the kernel takes
     (cached, read-only)."""
     never = 0xFFFFFFFF
     m = fmt.mantissa_bits
@@ -153,7 +153,7 @@ def decode_params(fmt: Any) -> np.ndarray:
         inf_mag=fmt.max_code_magnitude + 1 if fmt.has_inf else never,
         nan_code=fmt.sign_mask if fmt.nan == "negzero" else never,
     )
-    q = np.array(d, dtype=np.int64)
+    q = np.array(d, dtype=np.uint32)
     q.setflags(write=False)
     return q
 
@@ -201,7 +201,7 @@ def _checked(Fc, b, full, prefix):
     if prefix:
         low = U(shl(U(1), U(U(23) - Fc.mantissa_bits)) - U(1))
         return b, (U(b & low) == U(0)) | nan
-    r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full)
+    r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full, False)
     return r, ((r == b) & ~nan) | (mag == U(0)) | (nan & (Fc.no_nan == U(0)))
 
 
@@ -210,7 +210,7 @@ def _rounded(F, r, mode, full):
     """(float32 bits, code) of float32 bits ``r`` rounded into the format
     (``bits32_direct._direct_one``; compiled once for every kernel, as
     :func:`_checked`)."""
-    return _direct_one(F, r, mode, np.uint64(0), full)
+    return _direct_one(F, r, mode, np.uint64(0), full, False)
 
 
 def _load(x, i, D, Fc, full, prefix):  # typed by the overload below

@@ -111,16 +111,19 @@ _PARAMS: dict[tuple, np.ndarray] = {}
 def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool,
                  build: Any = None) -> np.ndarray:
     """:func:`kernel_params` (or another kernel's ``build``, with the same
-    arguments) as the int64 array the kernels take (cached, read-only).
+    arguments) as the uint32 array the kernels take (cached, read-only;
+    negative fields wrap, as the kernels' 32-bit lanes add them).
 
     An array, not the NamedTuple: numba types an array argument in a fraction
-    of the time it takes for a tuple, which matters for small arrays.
+    of the time it takes for a tuple, which matters for small arrays. uint32,
+    not int64: LLVM would otherwise pick between two parameters in 64-bit
+    lanes and narrow the result, twice the instructions.
     """
     build = build or kernel_params
     key = (build, fmt, mode, bool(saturate), bool(ftz))
     q = _PARAMS.get(key)
     if q is None:
-        q = np.array(build(fmt, mode, saturate, ftz), dtype=np.int64)
+        q = np.array([v & 0xFFFFFFFF for v in build(fmt, mode, saturate, ftz)], np.uint32)
         q.setflags(write=False)
         _PARAMS[key] = q
     return q

@@ -23,6 +23,25 @@ compares its word with the exact probability, as :mod:`.bits32` does). Overflow,
 and flush-to-zero are selects; nothing leaves the loop. The codes follow from
 the rounded bits: a shift in the normal range, a product by 1/q below it.
 
+Round-to-nearest-even has a shorter route, the processor's own float32
+addition. With C = 2**(e + 23 - m), e the input's binade clamped to the
+format's (at least emin: its subnormals share emin's quantum), the quantum of
+|x| is float32's ulp of C + |x|, so
+
+    r = (|x| + C) - C        (the sum rounds once, to nearest even; the difference is exact)
+
+is |x| rounded at the format's quantum, tiny inputs and ties included. That
+holds while the processor rounds to nearest even and reads subnormal inputs
+as they are, the state every program starts in; a kernel checks it once per
+call on three sums of its parameters (which the compiler cannot fold), and
+if a program has changed it (``fesetround``, denormals-are-zero) takes the
+integer route instead.
+
+The special results are picked with arithmetic where it saves a select: a
+negative input's result differs from the positive one's by a constant XOR
+(``*_flip``), and the sign goes back on a value unless a fnuz zero forbids it
+(the top bit of ``r + sign_keep``).
+
 Tests hold it bit-equal to ``round_pack`` on every boundary
 (``tests/test_bits32.py``), as :mod:`.bits32` is.
 """
@@ -40,8 +59,8 @@ from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import GOLDEN, SR_BLOCK, mix64
 from .u32 import U, shl, shr
 
-__all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "full_range", "kernel", "params_array",
-           "supports"]
+__all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "fpu_rounds_to_nearest", "full_range",
+           "kernel", "params_array", "rne_by_addition", "supports"]
 
 #: The modes this kernel has: all seven.
 DIRECT_MODES = (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC)
@@ -63,23 +82,33 @@ class DirectParams(NamedTuple):
     two_q_bits: int  # 2 q: below it, inputs are tiny
     ftz_bits: int  # results below this flush to zero (2**emin when flushing, else 0)
     max_bits: int  # the largest finite value: rounded magnitudes above it are special
-    negzero_bits: int  # 0x80000000 in fnuz formats (a negative zero becomes +0), else never
-    negzero_code: int  # the sign bit alone, in fnuz formats (the same), else never
+    sign_keep: int  # the sign goes back on a value iff r + sign_keep has its top bit: 0x80000000
+    #                 (always), 0x7FFFFFFF in fnuz formats (unless r is 0: -0 becomes +0)
+    negzero_code: int  # the sign bit alone, in fnuz formats (a negative zero's code), else never
     sub_bits: int  # results below this are subnormals (their code: value / q), else 0
     inv_q_bits: int  # 1 / q
     code_offset: int  # normal codes: (bits >> (23 - m)) - code_offset
     sign_bit: int  # the code's sign bit
     no_nan: int  # 1: NaN inputs have no code (the caller raises)
     ovf_code_pos: int  # code of a positive overflow in this mode
-    ovf_code_neg: int
+    ovf_code_flip: int  # a negative one's: ovf_code_pos ^ ovf_code_flip
     inf_code_pos: int  # code of an infinite input
-    inf_code_neg: int
+    inf_code_flip: int
     nan_code_pos: int  # code of a NaN input (when there is one)
-    nan_code_neg: int
+    nan_code_flip: int
     ovf_bits_pos: int  # the same results as float32 bits (NaN: numpy's quiet NaN)
-    ovf_bits_neg: int
+    ovf_bits_flip: int
     inf_bits_pos: int
-    inf_bits_neg: int
+    inf_bits_flip: int
+    rne_fp: int  # 1: rne may take the processor's addition (:func:`rne_by_addition`)
+    rne_lo: int  # there, the binade's exponent field clamped to [rne_lo, rne_hi] (the format's
+    rne_hi: int  # emin, and one binade above its max) plus rne_add ((23 - m) << 23) is C's
+    rne_add: int
+    one_bits: int  # 1.0, 0.75 and 0.25 of float32's ulp at 1, 1 + ulp, the smallest subnormal:
+    three_quarters_bits: int  # the FPU check's operands (runtime values, so the compiler
+    quarter_bits: int  # cannot fold the sums)
+    one_up_bits: int
+    tiny_bits: int
 
 
 def supports(fmt: Any) -> bool:
@@ -97,6 +126,20 @@ def supports(fmt: Any) -> bool:
             and fmt.fits_float32 and emin_b >= 1 and (emin_b == 1 or fmt.emin - m >= -126))
 
 
+def rne_by_addition(fmt: Any) -> bool:
+    """Whether round-to-nearest-even into ``fmt`` may take the float32 addition
+    ``(|x| + C) - C`` (the module's docstring): a format :func:`supports` takes
+    without float32's exponent range, whose C stays finite one binade above its
+    largest value (emax + 24 - m <= 127: every registered one).
+
+    >>> from lowprec import get_format
+    >>> [rne_by_addition(get_format(f)) for f in ("fp16", "fp8_e4m3", "bf16")]
+    [True, True, False]
+    """
+    return (supports(fmt) and not full_range(fmt)
+            and fmt.emax + 24 - fmt.mantissa_bits <= 127)
+
+
 def _f32_bits(value: float) -> int:
     """The float32 bits of ``value`` (exact for the powers of two and the
     format values used here)."""
@@ -112,6 +155,8 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParam
     q = 2.0 ** (fmt.emin - m)
     specials = special_codes(fmt, mode, saturate, ftz)
     ovf = {sign: specials["ovf", sign] for sign in (1, -1)}
+    ovf_bits = {sign: _code_bits(P, ovf[sign]) for sign in (1, -1)}
+    inf_bits = {sign: _code_bits(P, specials["inf", sign]) for sign in (1, -1)}
     float_subnormals = emin_b > 1  # the format's subnormals are float32 normals
     return DirectParams(
         mantissa_bits=m,
@@ -124,7 +169,7 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParam
         two_q_bits=_f32_bits(2 * q),
         ftz_bits=emin_b << 23 if ftz else 0,
         max_bits=_f32_bits(fmt.max),
-        negzero_bits=0x80000000 if fmt.nan == "negzero" else 0xFFFFFFFF,
+        sign_keep=0x7FFFFFFF if fmt.nan == "negzero" else 0x80000000,
         negzero_code=fmt.sign_mask if fmt.nan == "negzero" else 0xFFFFFFFF,
         sub_bits=emin_b << 23 if float_subnormals else 0,
         inv_q_bits=_f32_bits(1 / q) if float_subnormals else 0,
@@ -132,15 +177,24 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParam
         sign_bit=fmt.sign_mask,
         no_nan=int(not fmt.has_nan),
         ovf_code_pos=ovf[1],
-        ovf_code_neg=ovf[-1],
+        ovf_code_flip=ovf[1] ^ ovf[-1],
         inf_code_pos=specials["inf", 1],
-        inf_code_neg=specials["inf", -1],
+        inf_code_flip=specials["inf", 1] ^ specials["inf", -1],
         nan_code_pos=specials["nan", 1],
-        nan_code_neg=specials["nan", -1],
-        ovf_bits_pos=_code_bits(P, ovf[1]),
-        ovf_bits_neg=_code_bits(P, ovf[-1]),
-        inf_bits_pos=_code_bits(P, specials["inf", 1]),
-        inf_bits_neg=_code_bits(P, specials["inf", -1]),
+        nan_code_flip=specials["nan", 1] ^ specials["nan", -1],
+        ovf_bits_pos=ovf_bits[1],
+        ovf_bits_flip=ovf_bits[1] ^ ovf_bits[-1],
+        inf_bits_pos=inf_bits[1],
+        inf_bits_flip=inf_bits[1] ^ inf_bits[-1],
+        rne_fp=int(rne_by_addition(fmt)),
+        rne_lo=emin_b << 23,
+        rne_hi=(fmt.emax + 128) << 23,
+        rne_add=(23 - m) << 23,
+        one_bits=_f32_bits(1.0),
+        three_quarters_bits=_f32_bits(3 * 2.0 ** -25),
+        quarter_bits=_f32_bits(2.0 ** -25),
+        one_up_bits=_f32_bits(1 + 2.0 ** -23),
+        tiny_bits=1,
     )
 
 
@@ -156,7 +210,8 @@ def _unpack(q):
                         U(q[7]), U(q[8]), U(q[9]), U(q[10]), U(q[11]), U(q[12]), U(q[13]),
                         U(q[14]), U(q[15]), U(q[16]), U(q[17]), U(q[18]), U(q[19]),
                         U(q[20]), U(q[21]), U(q[22]), U(q[23]), U(q[24]), U(q[25]),
-                        U(q[26]))
+                        U(q[26]), U(q[27]), U(q[28]), U(q[29]), U(q[30]), U(q[31]),
+                        U(q[32]), U(q[33]), U(q[34]), U(q[35]))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -165,8 +220,8 @@ def _round_bits(a, s, sh, mode, w):
     (a compile-time constant); ``s``: 1 for a negative input; ``w``: the
     stochastic-rounding word."""
     if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
-        mask = U(shl(U(1), sh) - U(1))
-        up = (w >> np.uint64(64 - np.int64(sh))) < np.uint64(a & mask)
+        mask = U(shl(U(1), sh) - U(1))  # (sh <= 22: they are the top bits of its top half)
+        up = shr(U(w >> np.uint64(32)), U(U(32) - sh)) < U(a & mask)
         return U(U(a & U(~mask)) + shl(U(up), sh))
     if mode == RTZ:
         return shl(shr(a, sh), sh)
@@ -209,15 +264,37 @@ def _round_tiny(a, s, F, mode, w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _direct_one(F, b, mode, w, full):
+def fpu_rounds_to_nearest(F):
+    """Whether float32 additions round to nearest even and read subnormals as
+    they are (no denormals-are-zero), asked of the processor on runtime values:
+    1 + 3/4 ulp rounds up, 1 + 1/4 ulp down (no other rounding mode does both),
+    and the smallest subnormal doubled is twice its bits."""
+    one = U(F.one_bits).view(np.float32)
+    up = np.float32(one + U(F.three_quarters_bits).view(np.float32)).view(np.uint32)
+    down = np.float32(one + U(F.quarter_bits).view(np.float32)).view(np.uint32)
+    tiny = U(F.tiny_bits).view(np.float32)
+    twice = np.float32(tiny + tiny).view(np.uint32)
+    return (up == F.one_up_bits) & (down == F.one_bits) & (twice == U(F.tiny_bits + F.tiny_bits))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _direct_one(F, b, mode, w, full, fp):
     """(full float32 bits of the rounded value, its code) of float32 bits
     ``b`` (``w``: the stochastic-rounding word). ``full`` (compile-time): the
     format has float32's exponent range (bf16, tf32), where every input,
-    float32's subnormals included, rounds at the same bit and none is tiny."""
+    float32's subnormals included, rounds at the same bit and none is tiny.
+    ``fp`` (compile-time, rne only): round by the processor's float32 addition
+    (the caller has checked :func:`fpu_rounds_to_nearest` and ``F.rne_fp``)."""
     a = U(b & U(0x7FFFFFFF))
+    sign = U(b ^ a)
     s = shr(b, U(31))
+    neg = U(U(0) - s)  # all ones for a negative input
     if full:
         r = _round_bits(a, s, U(U(23) - F.mantissa_bits), mode, w)
+    elif fp and mode == RNE:  # (|x| + C) - C, C = 2**(clamped binade + 23 - m)
+        c = U(U(min(max(U(a & U(_INF)), F.rne_lo), F.rne_hi)) + F.rne_add).view(np.float32)
+        y = np.float32(U(a).view(np.float32) + c)
+        r = U(np.float32(y - c).view(np.uint32))
     else:
         sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
         r = _round_bits(a, s, sh, mode, w)
@@ -227,23 +304,46 @@ def _direct_one(F, b, mode, w, full):
     is_inf = a == U(_INF)
     is_nan = a > U(_INF)
     # The value: the sign back on (fnuz: not on zero), then the specials.
-    bits = U(r | U(b ^ a))
-    bits = U(0) if bits == F.negzero_bits else bits
-    sp = F.ovf_bits_neg if s else F.ovf_bits_pos
-    sp = (F.inf_bits_neg if s else F.inf_bits_pos) if is_inf else sp
+    bits = U(r | U(U(r + F.sign_keep) & sign))
+    sp = U(F.ovf_bits_pos ^ U(neg & F.ovf_bits_flip))
+    sp = U(F.inf_bits_pos ^ U(neg & F.inf_bits_flip)) if is_inf else sp
     sp = U(_QNAN) if is_nan else sp
     bits = sp if special else bits
     # The code: a shift of the bits in the normal range, value / q below it.
     mag = U(shr(r, U(U(23) - F.mantissa_bits)) - F.code_offset)
     sub = U(np.int32(U(r).view(np.float32) * U(F.inv_q_bits).view(np.float32)))
     mag = sub if r < F.sub_bits else mag
-    code = U(mag | U(U(U(0) - s) & F.sign_bit))
+    code = U(mag | U(neg & F.sign_bit))
     code = U(0) if code == F.negzero_code else code
-    cp = F.ovf_code_neg if s else F.ovf_code_pos
-    cp = (F.inf_code_neg if s else F.inf_code_pos) if is_inf else cp
-    cp = (F.nan_code_neg if s else F.nan_code_pos) if is_nan else cp
+    cp = U(F.ovf_code_pos ^ U(neg & F.ovf_code_flip))
+    cp = U(F.inf_code_pos ^ U(neg & F.inf_code_flip)) if is_inf else cp
+    cp = U(F.nan_code_pos ^ U(neg & F.nan_code_flip)) if is_nan else cp
     code = cp if special else code
     return bits, code
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _loop(F, xbits, seeds, out, mode, full, codes, fp):
+    """The kernels' loop (every flag but F compile-time); returns the largest
+    input magnitude bits (a NaN's are above inf's)."""
+    stoch = mode == STOCHASTIC
+    n = xbits.shape[0]
+    step = SR_BLOCK if stoch else max(n, 1)  # a block per stochastic seed
+    amax = U(0)
+    for lo in range(0, n, step):
+        hi = min(lo + step, n)
+        seed = seeds[lo // SR_BLOCK] if stoch else np.uint64(0)
+        xs = xbits[lo:hi]
+        os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)  # values: their bits
+        z = seed  # SplitMix64 state: word i is mix64(seed + (i + 1) * GOLDEN)
+        for i in range(hi - lo):
+            b = U(xs[i])
+            z += GOLDEN
+            w = mix64(z) if stoch else np.uint64(0)
+            bits, code = _direct_one(F, b, mode, w, full, fp)
+            os_[i] = code if codes else np.int32(bits)
+            amax = max(amax, U(b & U(0x7FFFFFFF)))
+    return amax
 
 
 def _make(mode: int, full: bool, codes: bool):
@@ -252,35 +352,25 @@ def _make(mode: int, full: bool, codes: bool):
     or the others, writing codes (``codes``) or float32 values:
     kernel(q, x, seeds, out) -> 1 if a NaN has no code in the format, else 0.
     ``seeds``: one per SR_BLOCK elements (stochastic rounding; else unused).
-    Compiled on first use, for each dtype of ``out`` it meets.
+    Compiled on first use, for each dtype of ``out`` it meets. The rne kernel
+    of the other formats has two loops: the float32 addition's, and the
+    integer one for a processor that does not round to nearest even.
 
     The closure holds three plain constants and nothing else: numba's disk cache
     keys a closure by its variables' pickled bytes, which for a compiled
     function differ between processes (the cache would never hit). Codes and
     values are separate kernels so that each compiles one loop, not both.
     """
-    stoch = mode == STOCHASTIC
+    by_addition = mode == RNE and not full
 
     @njit(cache=True, nogil=True)
     def kernel(q, x, seeds, out):
         F = _unpack(q)
         xbits = x.view(np.uint32)  # x: float32 values or their bits
-        n = xbits.shape[0]
-        step = SR_BLOCK if stoch else max(n, 1)  # a block per stochastic seed
-        amax = U(0)  # the largest magnitude seen: a NaN is above inf's
-        for lo in range(0, n, step):
-            hi = min(lo + step, n)
-            seed = seeds[lo // SR_BLOCK] if stoch else np.uint64(0)
-            xs = xbits[lo:hi]
-            os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)  # values: their bits
-            z = seed  # SplitMix64 state: word i is mix64(seed + (i + 1) * GOLDEN)
-            for i in range(hi - lo):
-                b = U(xs[i])
-                z += GOLDEN
-                w = mix64(z) if stoch else np.uint64(0)
-                bits, code = _direct_one(F, b, mode, w, full)
-                os_[i] = code if codes else np.int32(bits)
-                amax = max(amax, U(b & U(0x7FFFFFFF)))
+        if by_addition and (F.rne_fp != U(0)) and fpu_rounds_to_nearest(F):
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, True)
+        else:
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False)
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 
     return kernel
