@@ -20,9 +20,12 @@ Data sets: ``normal8`` (standard normal times 8: fp4 and fp6 overflow on a good
 part of it) and ``loguniform`` (magnitudes log-uniform between the format's
 smallest subnormal and its largest value, random signs).
 
-Rates are M values/s (wall clock, median of ``--repeats``); ratios are taken
-against the limits measured in the same run, because on a shared machine
-absolute rates move with the load (printed at the top, from ``os.getloadavg``).
+Rates are M values/s (wall clock, the best of ``--repeats`` timings; ``--stat
+median`` for the median). Each lowprec timing alternates with one of its limit
+on the same array, and a cell's ratio is taken between the two: on a shared
+machine absolute rates move with the load (printed at the top, from
+``os.getloadavg``), and another tenant's work only ever adds time, so the best
+of paired timings is the estimate that moves least.
 Targets of issue 13: fresh >= 0.8x astype, ``out=`` >= 0.6x copyto, 2 threads
 >= 1.6x one thread at 10**7 values.
 
@@ -53,15 +56,29 @@ MODES = list(lp.MODES)
 DATASETS = ["normal8", "loguniform"]
 
 
-def rate(fn: Callable[[], object], n: int, repeats: int) -> float:
-    """Median M values/s of fn() over ``repeats`` runs (after one warm-up)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
+#: How a figure is taken from its timings (``--stat``).
+STATS: dict[str, Callable[[list[float]], float]] = {"min": min, "median": statistics.median}
+
+
+def rate(fn: Callable[[], object], n: int, repeats: int, stat: str = "min") -> float:
+    """M values/s of fn() over ``repeats`` runs (after one warm-up): the best, or
+    the median (``stat``)."""
+    return paired([fn], n, repeats, stat)[0]
+
+
+def paired(fns: list[Callable[[], object]], n: int, repeats: int, stat: str = "min"
+           ) -> list[float]:
+    """M values/s of each of ``fns``, timed in turn ``repeats`` times (after one
+    warm-up each), so that a change of load hits all of them alike."""
+    for fn in fns:
         fn()
-        times.append(time.perf_counter() - t)
-    return n / statistics.median(times) / 1e6
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(repeats):
+        for fn, ts in zip(fns, times):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+    return [n / STATS[stat](ts) / 1e6 for ts in times]
 
 
 def dataset(name: str, fmt: lp.FloatFormat, n: int, seed: int) -> np.ndarray:
@@ -127,7 +144,7 @@ def build_cpfloat(src: str, workdir: str) -> str:
 
 
 def cpfloat_rate(exe: str, data_file: str, n: int, fmt: lp.FloatFormat, mode: str,
-                 repeats: int) -> float | None:
+                 repeats: int, stat: str = "min") -> float | None:
     """M values/s of CPFloat on the values in data_file (None: no such mode).
 
     CPFloat models a format by precision, exponent range and whether it has
@@ -138,7 +155,7 @@ def cpfloat_rate(exe: str, data_file: str, n: int, fmt: lp.FloatFormat, mode: st
     cmd = [exe, data_file, str(n), str(fmt.precision), str(fmt.emin), str(fmt.emax),
            str(int(fmt.has_inf)), str(_CPFLOAT_MODES[mode]), str(repeats)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
-    return n / float(out[0]) / 1e6
+    return n / float(out[2] if stat == "min" else out[0]) / 1e6  # (median, bits, best)
 
 
 # --------------------------------------------------------------------- main
@@ -148,6 +165,8 @@ def main(argv: list[str] | None = None) -> None:
                    help=f"10**6 values, 3 repeats, formats {' '.join(QUICK_FORMATS)}")
     p.add_argument("--n", type=int, default=None, help="values per data set (default 10**7)")
     p.add_argument("--repeats", type=int, default=None, help="timings per figure (default 5)")
+    p.add_argument("--stat", choices=sorted(STATS), default="min",
+                   help="a figure from its timings: the best (default) or the median")
     p.add_argument("--formats", nargs="+", default=None)
     p.add_argument("--modes", nargs="+", default=MODES)
     p.add_argument("--datasets", nargs="+", default=DATASETS, choices=DATASETS)
@@ -168,7 +187,9 @@ def main(argv: list[str] | None = None) -> None:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     small = small_call()
     print(small + "\n")
-    print(f"round_to on {n:,} float32 values, median of {repeats}; M values/s (wall clock); "
+    what = "best" if args.stat == "min" else "median"
+    print(f"round_to on {n:,} float32 values, {what} of {repeats}, each timing paired with "
+          f"one of its limit; M values/s (wall clock); "
           f"{os.cpu_count()} CPUs, load average {load}\n")
     head = ["format", "data", "thr", "out", "limit", "ml_dt"] + args.modes + ["worst/limit"]
     rows: list[list[str]] = []
@@ -185,14 +206,16 @@ def main(argv: list[str] | None = None) -> None:
         for data in args.datasets:
             x = dataset(data, fmt, n, args.seed)
             buf = np.empty_like(x)
-            lim = {"fresh": rate(lambda x=x: x.astype(np.float32), n, repeats),
-                   "out=": rate(lambda x=x, buf=buf: np.copyto(buf, x), n, repeats)}
-            ml = (rate(lambda x=x, dt=ref_dt: x.astype(dt), n, repeats) if ref_dt is not None
-                  else None)
+            limit_fn = {"fresh": lambda x=x: x.astype(np.float32),
+                        "out=": lambda x=x, buf=buf: np.copyto(buf, x)}
+            ml = (rate(lambda x=x, dt=ref_dt: x.astype(dt), n, repeats, args.stat)
+                  if ref_dt is not None else None)
             one_thread: dict[tuple[str, str], float] = {}
             for threads in args.threads:
                 for kind in ("fresh", "out="):
                     rates = []
+                    ratios = []
+                    limits = []
                     for mode in args.modes:
                         kw = {"rng": 1} if mode == "stochastic" else {}
                         if kind == "out=":
@@ -200,13 +223,16 @@ def main(argv: list[str] | None = None) -> None:
 
                         def call(mode=mode, kw=kw, x=x, fmt=fmt):
                             return lp.round_to(x, fmt, mode, **kw)
-                        r = rate(with_threads(threads, call), n, repeats)
+                        lim, r = paired([limit_fn[kind], with_threads(threads, call)], n,
+                                        repeats, args.stat)
                         rates.append(r)
+                        ratios.append(r / lim)
+                        limits.append(lim)
                         cell = summary.setdefault(name, {})
                         if threads == 1:
                             one_thread[mode, kind] = r
                             key = kind + (" sr" if mode == "stochastic" else "")
-                            cell.setdefault(key, []).append(r / lim[kind])
+                            cell.setdefault(key, []).append(r / lim)
                             if kind == "fresh":
                                 cell.setdefault("rate", []).append(r)
                                 if ml and mode == "rne":
@@ -214,16 +240,17 @@ def main(argv: list[str] | None = None) -> None:
                         elif (mode, kind) in one_thread:
                             speedup.append(r / one_thread[mode, kind])
                             cell.setdefault("threads", []).append(r / one_thread[mode, kind])
-                    ratio = min(rates) / lim[kind]
+                    ratio = min(ratios)
                     if threads == 1:
                         worst[kind] = min(worst[kind], ratio)
-                    rows.append([name, data, str(threads), kind, f"{lim[kind]:.0f}",
+                    rows.append([name, data, str(threads), kind, f"{max(limits):.0f}",
                                  f"{ml:.0f}" if ml and kind == "fresh" else "-"]
                                 + [f"{r:.0f}" for r in rates] + [f"{ratio:.2f}"])
             if cp_exe:
                 data_file = os.path.join(workdir, "x.f32")
                 x.tofile(data_file)
-                cp = [cpfloat_rate(cp_exe, data_file, n, fmt, mode, repeats) for mode in args.modes]
+                cp = [cpfloat_rate(cp_exe, data_file, n, fmt, mode, repeats, args.stat)
+                      for mode in args.modes]
                 rows.append([name, data, "1", "cpfloat", "-", "-"]
                             + [f"{r:.0f}" if r else "-" for r in cp] + ["-"])
                 for mode, r in zip(args.modes, cp):
@@ -235,8 +262,9 @@ def main(argv: list[str] | None = None) -> None:
         print_table(head, rows[-(len(args.threads) * 2 * len(args.datasets)
                                  + (len(args.datasets) if args.cpfloat else 0)):],
                     first=name == formats[0])
-    print(f"\nlimit: numpy astype (fresh rows) or np.copyto (out= rows); ml_dt: ml_dtypes "
-          f"astype (rne); worst/limit: slowest mode over the limit.\n"
+    print(f"\nlimit: numpy astype (fresh rows) or np.copyto (out= rows), its best timing "
+          f"paired with the row's; ml_dt: ml_dtypes astype (rne); worst/limit: the smallest "
+          f"of the row's paired ratios.\n"
           f"one thread: worst fresh/astype {worst['fresh']:.2f} (target 0.8), worst "
           f"out=/copyto {worst['out=']:.2f} (target 0.6)")
     if speedup:
@@ -282,8 +310,9 @@ def markdown(summary: dict[str, dict[str, list[float]]], n: int, args: argparse.
 
     lines = [f"`round_to` on {n:,} float32 values, modes {', '.join(args.modes)}, data "
              f"{', '.join(args.datasets)}; each cell is the worst over them and, in brackets, the "
-             f"median; the deterministic modes apart from stochastic rounding (load average "
-             f"{load} at the start).", "",
+             f"median; the deterministic modes apart from stochastic rounding. Each figure is "
+             f"the {'best' if args.stat == 'min' else 'median'} of {args.repeats or 5} timings, "
+             f"each paired with one of its limit (load average {load} at the start).", "",
              "| format | M values/s (fresh, 1 thread) | fresh / `astype` | `out=` / `copyto` "
              "| stochastic: fresh, `out=` | 2 threads / 1 | `rne` / ml_dtypes "
              "| `out=` / CPFloat (1 thread) |",

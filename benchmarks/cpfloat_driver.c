@@ -4,7 +4,8 @@
  *
  * FILE holds N float32 values (raw, native byte order); PRECISION counts the
  * implicit bit; ROUND is CPFloat's cpfloat_rounding_t. Prints the median time
- * of REPEATS calls in seconds, then the first result's bits (a check that it ran).
+ * of REPEATS calls in seconds, the first result's bits (a check that it ran), and the
+ * best time.
  * Built by bench_round.py against CPFloat's header-only sources, one thread.
  */
 #include <stdio.h>
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
   qsort(times, repeats, sizeof(double), cmp);
   unsigned int bits;
   memcpy(&bits, y, sizeof bits);
-  printf("%.9f %08x\n", times[repeats / 2], bits);
+  printf("%.9f %08x %.9f\n", times[repeats / 2], bits, times[0]);
   free_optstruct(opts);
   return 0;
 }

@@ -16,6 +16,7 @@ values both. Stochastic rounding gets the same words on both sides
 import contextlib
 import ctypes
 import ctypes.util
+import math
 import platform
 import sys
 
@@ -248,3 +249,87 @@ def test_rne_kernel_is_exact_with_denormals_are_zero():
     finally:
         torch.set_flush_denormal(False)
     assert got.tobytes() == want.tobytes()
+
+
+# ------------------------------- stochastic rounding at the word's exact threshold
+# A float32 x rounds up iff the element's 64-bit word w is below V = (the dropped
+# part of x, in quanta) * 2**64, a real number (the exact probability, however far
+# below the quantum x is). Random words almost never land next to V, so these words
+# are made to: the seed of a one-element block is chosen so that its first word is
+# V's floor or ceiling, or one off (mix64 is a bijection, inverted here).
+_M64 = (1 << 64) - 1
+
+
+def _unxorshift(y: int, s: int) -> int:
+    x = y
+    for _ in range(64 // s + 1):
+        x = y ^ (x >> s)
+    return x
+
+
+def _seed_for_first_word(w: int) -> int:
+    """The block seed whose first stochastic-rounding word is ``w``."""
+    z = _unxorshift(w, 31)
+    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _M64
+    z = _unxorshift(z, 27)
+    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _M64
+    z = _unxorshift(z, 30)
+    return (z - 0x9E3779B97F4A7C15) & _M64
+
+
+def test_seed_for_first_word_inverts_splitmix():
+    from lowprec._kernels.sr import sr_word
+    for w in (0, 1, 2**63, _M64, 0x0123456789ABCDEF):
+        assert int(sr_word(np.uint64(_seed_for_first_word(w)), 0)) == w
+
+
+def _threshold_cases(f: lp.FloatFormat) -> list[tuple[float, int]]:
+    """(x, w) pairs with w next to x's threshold V: x below q (down to float32's
+    smallest subnormal), between q and 2q, and in the normal range."""
+    from fractions import Fraction
+    rng = np.random.default_rng(11)
+    q = Fraction(2) ** (f.emin - f.mantissa_bits)
+    xs = []
+    for e in [1, 0, -1, -7, -8, -9, -31, -32, -33, -40, -41, -64, -90]:
+        for frac in (0, 1, 2**22 + 1, int(rng.integers(1, 2**23))):
+            xs.append(np.float32((1 + frac / 2**23) * 2.0 ** e * float(q)))
+    xs += [np.float32(v) for v in (2.0 ** -149, 3 * 2.0 ** -149, float(f.max) * 0.75 * 1.0001)]
+    cases = []
+    for x in xs:
+        if not (0 < x < 2**127) or np.isinf(x):
+            continue
+        a = Fraction(float(x))
+        e = math.frexp(float(x))[1] - 1  # x's binade
+        ulp = q if e < f.emin else Fraction(2) ** (e - f.mantissa_bits)
+        dropped = a / ulp - int(a / ulp)  # in [0, 1)
+        v = dropped * 2**64
+        lo, hi = int(v), -(-v.numerator // v.denominator)
+        for w in {lo - 1, lo, hi, hi + 1}:
+            if 0 <= w <= _M64:
+                cases += [(float(x), w), (-float(x), w)]
+    return cases
+
+
+@pytest.mark.parametrize("f", DIRECT_FORMATS, ids=lambda f: f.name)
+def test_stochastic_kernel_at_the_words_threshold(f):
+    mode = MODE_INT["stochastic"]
+    cases = _threshold_cases(f)
+    xs = np.array([x for x, _ in cases], np.float32)
+    seeds = np.array([_seed_for_first_word(w) for _, w in cases], np.uint64)
+    kernels = {c: convert.kernel_for(f, mode, False, False, c) for c in (True, False)}
+    codes = np.empty(1, f.code_dtype)
+    ups = 0
+    for i in range(xs.size):
+        xb = xs[i:i + 1].view(np.uint32)
+        ref = _reference(f, xb, mode, False, False, seeds[i:i + 1])
+        kernel, q = kernels[True]
+        kernel(q, xs[i:i + 1], seeds[i:i + 1], codes)
+        assert codes[0] == ref[0], (
+            f"x {xs[i]!r} word {int(seeds[i]):#x}: kernel {int(codes[0]):#x}, reference {int(ref[0]):#x}")
+        vals = np.empty(1, np.float32)
+        kernel, q = kernels[False]
+        kernel(q, xs[i:i + 1], seeds[i:i + 1], vals)
+        assert vals.view(np.int32)[0] == lp.decode(ref, f).astype(np.float32).view(np.int32)[0]
+        ups += abs(float(lp.decode(ref, f)[0])) > abs(float(xs[i]))
+    # the words straddle the thresholds: both directions happen
+    assert 0 < ups < xs.size

@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit
 
 from . import bits32
-from .bits32 import _code_bits, _round_sig, special_codes
+from .bits32 import _code_bits, special_codes
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import GOLDEN, SR_BLOCK, mix64
 from .u32 import U, shl, shr
@@ -243,11 +243,29 @@ def _round_bits(a, s, sh, mode, w):
 def _round_tiny(a, s, F, mode, w):
     """The rounded magnitude of a tiny input (``a`` below 2q): 0, q or 2q."""
     q = F.q_bits
-    if mode == STOCHASTIC:  # the exact probability, however far below q (bits32's rule)
+    if mode == STOCHASTIC:
+        # Up with probability |x| / q exactly, as bits32 (and round_pack) do: iff
+        # the word w < V = x_sig * 2**(64 - shift), a real number (shift: the rounding
+        # bit's place in x_sig, 23 in [q, 2q) and more below). Compared in 32-bit
+        # halves: V's top half Vh, and its bottom half rounded up Vl.
+        w_hi = U(w >> np.uint64(32))
+        w_lo = U(w)
         x_exp = shr(a, U(23))
         x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
-        r = _round_sig(x_sig, U(F.sh_top - max(x_exp, U(1))), s, mode, w)
-        return q if r == U(1) else (F.two_q_bits if r == U(2) else U(0))
+        shift = U(F.sh_top - max(x_exp, U(1)))
+        # [q, 2q): q, or 2q iff the word's top 23 bits are below the fraction's
+        up_q = shr(w_hi, U(9)) < U(a & U(0x7FFFFF))
+        # below q: Vh = x_sig << (32 - shift) or >> (shift - 32);
+        # Vl = x_sig << (64 - shift) (mod 2**32), or x_sig / 2**(shift - 64) rounded up
+        v_hi = shr(shl(x_sig, U(U(32) - min(shift, U(32)))),
+                   min(U(max(shift, U(32)) - U(32)), U(31)))
+        rs = min(U(max(shift, U(64)) - U(64)), U(31))
+        ceil = U(shr(x_sig, rs) + U(U(x_sig & U(shl(U(1), rs) - U(1))) != U(0)))
+        v_lo = shl(ceil, min(U(U(64) - min(shift, U(64))), U(31)))
+        v_lo = U(0) if shift <= U(32) else v_lo
+        up = (w_hi < v_hi) | ((w_hi == v_hi) & (w_lo < v_lo))
+        t = q if up else U(0)
+        return (F.two_q_bits if up_q else q) if a >= q else t
     if mode == RNE:  # a tie below q goes to 0 (even); a tie above it to 2q (q is odd)
         t = q if a > F.half_q_bits else U(0)
         return F.two_q_bits if a >= F.one_half_q_bits else t
