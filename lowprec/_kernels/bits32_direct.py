@@ -18,9 +18,11 @@ directly, in about half the instructions:
 
 That holds while the lowest kept bit is a fraction bit (sh <= 22, inputs of at
 least twice the smallest subnormal q). Below, the result is 0, q or 2q, and
-each mode's choice is two comparisons with constants (stochastic rounding
-compares its word with the exact probability, as :mod:`.bits32` does). Overflow, infinity, NaN
-and flush-to-zero are selects; nothing leaves the loop. The codes follow from
+each deterministic mode's choice is two comparisons with constants.
+Stochastic rounding has one rule for every input, tiny ones included: its
+64-bit word against the dropped part of |x| in units of the quantum, exactly
+as :mod:`.bits32` compares them. Overflow, infinity, NaN and flush-to-zero
+are selects; nothing leaves the loop. The codes follow from
 the rounded bits: a shift in the normal range, a product by 1/q below it.
 
 Round-to-nearest-even has a shorter route, the processor's own float32
@@ -240,32 +242,40 @@ def _round_bits(a, s, sh, mode, w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _round_tiny(a, s, F, mode, w):
-    """The rounded magnitude of a tiny input (``a`` below 2q): 0, q or 2q."""
+def _round_stochastic(a, F, w):
+    """The magnitude bits ``a`` rounded stochastically with the word ``w``, for
+    every input of a format without float32's exponent range, tiny ones
+    included: up iff ``w < V``, V the dropped part of |x| in units of its
+    quantum, times 2**64. That is the rule of :mod:`.bits32` and ``round_pack``:
+    below q, |x| goes up to q with probability |x| / q (as a multiple of 2**-64,
+    rounded up).
+
+    With s the number of dropped bits of x's 24-bit significand (s <= 22 in
+    the format's range, 23 in [q, 2q), more below) and D their value,
+    V = D * 2**(64 - s). As w is an integer, ``w < V`` iff ``w < ceil(V)``, and
+    ceil(V) = ceil(D / 2**t) * 2**k with t = s - 64 or k = 64 - s, whichever is
+    positive (the other is 0): a 32-bit ceiling (D < 2**24, so t may be clamped
+    to 31), then one 64-bit shift and comparison.
+    """
+    x_exp = shr(a, U(23))
+    s = U(F.sh_top - min(max(x_exp, U(1)), F.emin_biased))
+    mask = U(shl(U(1), min(s, U(31))) - U(1))
+    x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
+    dropped = U(x_sig & mask)
+    t = min(U(max(s, U(64)) - U(64)), U(31))
+    ceil = shr(U(dropped + U(shl(U(1), t) - U(1))), t)  # (the sum < 2**24 + 2**31)
+    k = np.uint64(U(U(64) - min(s, U(64))))
+    up = w < np.uint64(ceil) << k
+    kept = U(a & U(~mask))
+    kept = U(kept + U(mask + U(1))) if up else kept  # (s <= 23) a carry steps the binade
+    return (F.q_bits if up else U(0)) if s > U(23) else kept  # below q: 0 or q
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round_tiny(a, s, F, mode):
+    """The rounded magnitude of a tiny input (``a`` below 2q) in the
+    deterministic modes: 0, q or 2q."""
     q = F.q_bits
-    if mode == STOCHASTIC:
-        # Up with probability |x| / q exactly, as bits32 (and round_pack) do: iff
-        # the word w < V = x_sig * 2**(64 - shift), a real number (shift: the rounding
-        # bit's place in x_sig, 23 in [q, 2q) and more below). Compared in 32-bit
-        # halves: V's top half Vh, and its bottom half rounded up Vl.
-        w_hi = U(w >> np.uint64(32))
-        w_lo = U(w)
-        x_exp = shr(a, U(23))
-        x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
-        shift = U(F.sh_top - max(x_exp, U(1)))
-        # [q, 2q): q, or 2q iff the word's top 23 bits are below the fraction's
-        up_q = shr(w_hi, U(9)) < U(a & U(0x7FFFFF))
-        # below q: Vh = x_sig << (32 - shift) or >> (shift - 32);
-        # Vl = x_sig << (64 - shift) (mod 2**32), or x_sig / 2**(shift - 64) rounded up
-        v_hi = shr(shl(x_sig, U(U(32) - min(shift, U(32)))),
-                   min(U(max(shift, U(32)) - U(32)), U(31)))
-        rs = min(U(max(shift, U(64)) - U(64)), U(31))
-        ceil = U(shr(x_sig, rs) + U(U(x_sig & U(shl(U(1), rs) - U(1))) != U(0)))
-        v_lo = shl(ceil, min(U(U(64) - min(shift, U(64))), U(31)))
-        v_lo = U(0) if shift <= U(32) else v_lo
-        up = (w_hi < v_hi) | ((w_hi == v_hi) & (w_lo < v_lo))
-        t = q if up else U(0)
-        return (F.two_q_bits if up_q else q) if a >= q else t
     if mode == RNE:  # a tie below q goes to 0 (even); a tie above it to 2q (q is odd)
         t = q if a > F.half_q_bits else U(0)
         return F.two_q_bits if a >= F.one_half_q_bits else t
@@ -313,10 +323,12 @@ def _direct_one(F, b, mode, w, full, fp):
         c = U(U(min(max(U(a & U(_INF)), F.rne_lo), F.rne_hi)) + F.rne_add).view(np.float32)
         y = np.float32(U(a).view(np.float32) + c)
         r = U(np.float32(y - c).view(np.uint32))
+    elif mode == STOCHASTIC:
+        r = _round_stochastic(a, F, w)
     else:
         sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
         r = _round_bits(a, s, sh, mode, w)
-        r = _round_tiny(a, s, F, mode, w) if a < F.two_q_bits else r
+        r = _round_tiny(a, s, F, mode) if a < F.two_q_bits else r
     r = U(0) if r < F.ftz_bits else r
     special = r > F.max_bits
     is_inf = a == U(_INF)
