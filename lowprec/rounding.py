@@ -90,8 +90,8 @@ def _small(x: Any, fmt: Any, mode: str, saturate: bool, subnormals: bool,
     less than :func:`_convert`, which is most of the time of a small call).
     None where it does not apply; :func:`_convert` then does everything,
     errors included."""
-    if not (type(x) is np.ndarray and x.dtype == np.float32 and x.size < _SPLIT_MIN
-            and x.flags.c_contiguous):
+    if (type(x) is not np.ndarray or x.dtype is not _F32 or x.size >= _SPLIT_MIN
+            or not x.flags.c_contiguous):  # (a non-native float32 dtype is not _F32)
         return None
     try:
         found = _SMALL[fmt, mode, saturate, subnormals, to_codes]
@@ -110,6 +110,7 @@ def _small(x: Any, fmt: Any, mode: str, saturate: bool, subnormals: bool,
 
 
 _SMALL: dict[tuple, tuple | None] = {}
+_F32 = np.dtype(np.float32)
 
 
 def _small_found(fmt: Any, mode: Any, saturate: Any, subnormals: Any,
