@@ -25,7 +25,7 @@ import pytest
 from numba import njit
 
 import lowprec as lp
-from lowprec._kernels import bits32, bits32_direct, convert
+from lowprec._kernels import bits32, bits32_direct, convert, pow2
 from lowprec._kernels.params import MODE_INT, RNE
 from lowprec._kernels.sr import SR_BLOCK
 from lowprec.formats import custom_format
@@ -151,9 +151,34 @@ def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
     small = {f.name for f in lp.FORMATS.values() if f.width <= 19}
     assert {f.name for f in DIRECT_FORMATS} >= small - {"e8m0"}
     assert not bits32_direct.supports(lp.get_format("e8m0"))
-    e8m0 = lp.get_format("e8m0")
-    assert convert.kernel_for(e8m0, MODE_INT["stochastic"], False, False, True)[0] \
-        is bits32.KERNELS[MODE_INT["stochastic"], True]
+
+
+# E8M0 and its kin (unsigned powers of two) have a kernel of their own, pow2:
+# the registry's e8m0 (2**-127 is a float32 subnormal) and two custom ones whose
+# values are all float32 normals.
+POW2_FORMATS = [lp.get_format("e8m0")] + [
+    custom_format(e, 0, signed=False, has_inf=False, nan="max", has_subnormals=False)
+    for e in (5, 7)]
+
+
+@pytest.mark.parametrize("f", POW2_FORMATS, ids=lambda f: f.name)
+def test_pow2_equals_round_pack(f):
+    assert pow2.supports(f) and not bits32_direct.supports(f)
+    xb, seeds = _kernel_inputs(f, 9)
+    for mode in pow2.POW2_MODES:
+        s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
+        for saturate, ftz in CASES:
+            kernels = {}
+            for codes in (True, False):
+                kernels[codes], q = convert.kernel_for(f, mode, saturate, ftz, codes)
+                assert kernels[codes] is pow2.KERNELS[mode, codes]
+            _assert_equals_round_pack(f, kernels, q, xb, mode, saturate, ftz, s)
+
+
+def test_pow2_takes_e8m0_alone_of_the_registry():
+    assert [f.name for f in lp.FORMATS.values() if pow2.supports(f)] == ["e8m0"]
+    assert not pow2.supports(custom_format(8, 0, signed=False, has_inf=False, nan="max",
+                                           has_subnormals=False, bias=100))  # 2**155
 
 
 @pytest.mark.parametrize("fmt", ["fp4_e2m1", "fp6_e3m2"])

@@ -353,8 +353,9 @@ def _direct_one(F, b, mode, w, full, fp):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _loop(F, xbits, seeds, out, mode, full, codes, fp):
-    """The kernels' loop (every flag but F compile-time); returns the largest
+def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
+    """The kernels' loop (every flag but F compile-time): ``one`` (an element
+    function like :func:`_direct_one`) on every element; returns the largest
     input magnitude bits (a NaN's are above inf's)."""
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
@@ -370,7 +371,7 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp):
             b = U(xs[i])
             z += GOLDEN
             w = mix64(z) if stoch else np.uint64(0)
-            bits, code = _direct_one(F, b, mode, w, full, fp)
+            bits, code = one(F, b, mode, w, full, fp)
             os_[i] = code if codes else np.int32(bits)
             amax = max(amax, U(b & U(0x7FFFFFFF)))
     return amax
@@ -398,9 +399,9 @@ def _make(mode: int, full: bool, codes: bool):
         F = _unpack(q)
         xbits = x.view(np.uint32)  # x: float32 values or their bits
         if by_addition and (F.rne_fp != U(0)) and fpu_rounds_to_nearest(F):
-            amax = _loop(F, xbits, seeds, out, mode, full, codes, True)
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, True, _direct_one)
         else:
-            amax = _loop(F, xbits, seeds, out, mode, full, codes, False)
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_one)
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 
     return kernel

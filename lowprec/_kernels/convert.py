@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from . import bits32, bits32_direct, odd64
+from . import bits32, bits32_direct, odd64, pow2
 from .engine import encode_kernel, round_kernel
 from .fast import fast_kernel, vec32_kernel
 from .params import INVALID_NAN, MODE_INT, STOCHASTIC, FormatParams, format_params
@@ -166,7 +166,8 @@ def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool, codes: bool
                ) -> tuple[Any, np.ndarray]:
     """(kernel, params array) of the fastest float32-bits kernel for ``fmt`` in
     ``mode``, writing codes (``codes``) or float32 values: :mod:`.bits32_direct`
-    where it applies (the usual formats), else :mod:`.bits32`'s. Either is
+    where it applies (the usual formats), :mod:`.pow2` for E8M0, else
+    :mod:`.bits32`'s. Either is
     called as ``kernel(q, xbits, seeds, out)`` and returns 1 if a NaN has no
     code in the format, else 0 (cached per format, mode and output).
 
@@ -175,7 +176,7 @@ def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool, codes: bool
     >>> kernel_for(get_format("fp16"), RNE, False, False, True)[0] is \\
     ...     bits32_direct.KERNELS[RNE, True]
     True
-    >>> kernel_for(get_format("e8m0"), RNE, False, False, False)[0] is bits32.KERNELS[RNE, False]
+    >>> kernel_for(get_format("e8m0"), RNE, False, False, False)[0] is pow2.KERNELS[RNE, False]
     True
     """
     key = (fmt, mode, bool(saturate), bool(ftz), bool(codes))
@@ -184,6 +185,9 @@ def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool, codes: bool
         if mode in bits32_direct.DIRECT_MODES and bits32_direct.supports(fmt):
             found = (bits32_direct.kernel(fmt, mode, bool(codes)),
                      bits32_direct.params_array(fmt, mode, saturate, ftz))
+        elif mode in pow2.POW2_MODES and pow2.supports(fmt):
+            found = (pow2.kernel(fmt, mode, bool(codes)),
+                     pow2.params_array(fmt, mode, saturate, ftz))
         else:
             found = (bits32.KERNELS[mode, bool(codes)],
                      bits32.params_array(fmt, mode, saturate, ftz))

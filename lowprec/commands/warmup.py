@@ -37,6 +37,7 @@ def steps(training: bool = True) -> list[tuple[str, Callable[[], object]]]:
             for x in (x32, x64, x32[:4], x64[:4]):  # with and without inf/NaN
                 lp.round_to(x, "fp8_e4m3", mode, rng=rng)
                 lp.encode(x, "bf16", mode, flags=True, rng=rng)
+                lp.encode(x, "e8m0", mode, rng=rng)
         lp.decode(np.arange(256, dtype=np.uint8), "fp8_e4m3")
 
     def arithmetic() -> None:

@@ -1,0 +1,161 @@
+"""Rounding float32 to the unsigned powers of two: OCP's E8M0 scale format and its kin.
+
+An E8M0 code is an exponent alone: code c is 2**(c + emin), code all-ones is
+NaN, and there is no zero, no sign and no infinity. Rounding |x| to a power
+of two is rounding its float32 bits at bit 23 (the exponent field is what is
+kept), or at bit 22 for float32's subnormals from 2**-127, the only ones E8M0
+has: the smallest of them is E8M0's smallest value.
+
+    a = [ exponent | f f f f ... f ]   ->   [ exponent + decision | 0 ... 0 ]
+
+Every value is its own exponent's only value, so the implicit bit is the last
+kept one and it is always 1: the nearest modes take a tie up (away from the
+odd value below), round-to-odd and the downward modes truncate, upward modes
+go up when anything was dropped, and stochastic rounding compares its word
+with the dropped bits as :mod:`.bits32_direct` does. Inputs below the smallest
+value round to it (there is no zero to round to); zero, negative inputs and
+NaN are NaN; overflow and infinity follow the mode and ``saturate``. Every
+special result is asked of the reference engine (``special_codes`` and
+``convert_one``), and the tests hold the kernels bit-equal to ``round_pack``
+on every boundary (``tests/test_bits32.py``).
+
+The loop is :mod:`.bits32_direct`'s, with this module's element function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+from numba import njit
+
+from . import bits32
+from .bits32 import _code_bits, special_codes
+from .bits32_direct import DIRECT_MODES, _f32_bits, _loop
+from .engine import convert_one
+from .params import RNA, RNE, RUP, STOCHASTIC, format_params
+from .u32 import U, shl, shr
+
+__all__ = ["KERNELS", "POW2_MODES", "kernel", "params_array", "supports"]
+
+_INF = 0x7F800000
+_QNAN = 0x7FC00000  # numpy's float32 NaN
+
+
+class Pow2Params(NamedTuple):
+    """What the kernel needs to know of a format, in float32 bits where it can."""
+
+    min_bits: int  # the smallest value: results below it are it
+    max_bits: int  # the largest: rounded magnitudes above it are special
+    emin_biased: int  # emin + 127: a value's code is its exponent field less this
+    ovf_code: int  # code of a (positive) overflow in this mode
+    inf_code: int  # code of +inf
+    nan_code: int  # code of NaN, zero and the negative inputs
+    ovf_bits: int  # the same results as float32 bits (NaN: numpy's quiet NaN)
+    inf_bits: int
+
+
+def supports(fmt: Any) -> bool:
+    """Whether the kernel handles ``fmt``: unsigned, no mantissa bits, no
+    subnormals, no infinity, NaN at the all-ones code, and values that are
+    float32 normals or 2**-127.
+
+    >>> from lowprec import get_format
+    >>> supports(get_format("e8m0")), supports(get_format("fp8_e4m3"))
+    (True, False)
+    """
+    return (not fmt.signed and fmt.mantissa_bits == 0 and not fmt.has_subnormals
+            and not fmt.has_inf and fmt.nan == "max" and fmt.emin >= -127
+            and fmt.emax <= 127)
+
+
+def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> Pow2Params:
+    """The kernel's parameters for ``fmt`` in ``mode``, the special results
+    asked of the reference engine (and checked against the module's rules:
+    zero and negative inputs are NaN, tiny ones the smallest value)."""
+    P = format_params(fmt)
+    specials = special_codes(fmt, mode, saturate, ftz)
+    nan = specials["nan", 1]
+    for bits, want in ((0, nan), (0x80000000, nan), (0xBF800000, nan), (1, 0)):
+        code, _, status = convert_one(P, bits, False, mode, saturate, ftz, np.uint64(0))
+        if (code, status) != (want, 0):
+            raise AssertionError(f"{fmt.name}: the reference rounds float32 bits {bits:#x} to "
+                                 f"{code:#x} (status {status}), not {want:#x} as pow2 assumes")
+    return Pow2Params(
+        min_bits=_f32_bits(2.0 ** fmt.emin),
+        max_bits=_f32_bits(fmt.max),
+        emin_biased=fmt.emin + 127,
+        ovf_code=specials["ovf", 1],
+        inf_code=specials["inf", 1],
+        nan_code=nan,
+        ovf_bits=_code_bits(P, specials["ovf", 1]),
+        inf_bits=_code_bits(P, specials["inf", 1]),
+    )
+
+
+def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
+    """:func:`kernel_params` as the (cached, read-only) uint32 array the kernels take."""
+    return bits32.params_array(fmt, mode, saturate, ftz, kernel_params)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unpack(q):
+    """The parameters array as a Pow2Params of uint32 fields."""
+    return Pow2Params(U(q[0]), U(q[1]), U(q[2]), U(q[3]), U(q[4]), U(q[5]), U(q[6]), U(q[7]))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pow2_one(F, b, mode, w, full, fp):
+    """(float32 bits of the rounded value, its code) of float32 bits ``b``
+    (``w``: the stochastic-rounding word; ``full`` and ``fp`` unused: the
+    signature of ``bits32_direct._direct_one``, so that both share one loop)."""
+    a = U(b & U(0x7FFFFFFF))
+    sh = U(22) if a < U(0x00800000) else U(23)  # float32's subnormals: from 2**-127
+    mask = U(shl(U(1), sh) - U(1))
+    dropped = U(a & mask)
+    if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
+        up = shr(U(w >> np.uint64(32)), U(U(32) - sh)) < dropped
+    elif mode == RNE or mode == RNA:  # a tie goes up: the value below is odd
+        up = dropped > shr(mask, U(1))
+    elif mode == RUP:
+        up = dropped != U(0)
+    else:  # RTZ, RDOWN, ODD: the kept bits (odd already)
+        up = False
+    kept = U(a & U(~mask))
+    r = max(U(kept + U(mask + U(1))) if up else kept, F.min_bits)
+    special = r > F.max_bits
+    nan = (a > U(_INF)) | (a == U(0)) | (b != a)  # NaN, zero, negative
+    bits = F.ovf_bits if special else r
+    bits = F.inf_bits if a == U(_INF) else bits
+    bits = U(_QNAN) if nan else bits
+    code = F.ovf_code if special else U(shr(r, U(23)) - F.emin_biased)
+    code = F.inf_code if a == U(_INF) else code
+    code = F.nan_code if nan else code
+    return bits, code
+
+
+#: The modes the kernel has: all seven.
+POW2_MODES = DIRECT_MODES
+
+
+def _make(mode: int, codes: bool):
+    """The kernel for one rounding ``mode``, writing codes (``codes``) or float32
+    values: kernel(q, x, seeds, out) -> 0 (every input has a code). As in
+    ``bits32_direct._make``, the closure holds plain constants only."""
+
+    @njit(cache=True, nogil=True)
+    def kernel(q, x, seeds, out):
+        _loop(_unpack(q), x.view(np.uint32), seeds, out, mode, False, codes, False, _pow2_one)
+        return 0
+
+    return kernel
+
+
+#: Kernels by (mode int, codes?).
+KERNELS = {(mode, codes): _make(mode, codes) for mode in POW2_MODES for codes in (True, False)}
+
+
+def kernel(fmt: Any, mode: int, codes: bool) -> Any:
+    """The kernel of ``fmt`` (one :func:`supports`) in ``mode``, to codes or values."""
+    return KERNELS[mode, codes]
+
