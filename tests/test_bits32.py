@@ -133,11 +133,11 @@ def test_bits32_supports_every_small_format_but_not_fp32():
 DIRECT_FORMATS = [f for f in FORMATS if bits32_direct.supports(f)]
 
 
-@pytest.mark.parametrize("f", DIRECT_FORMATS, ids=lambda f: f.name)
-def test_bits32_direct_equals_round_pack(f):
-    xb, seeds = _kernel_inputs(f, 8)
-    table = bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS
-    for mode in bits32_direct.DIRECT_MODES:
+def _assert_table_equals_round_pack(f, table, modes, seed):
+    """The kernels ``convert.kernel_for`` picks for ``f`` are ``table``'s, and
+    they equal round_pack in every one of ``modes`` and CASES."""
+    xb, seeds = _kernel_inputs(f, seed)
+    for mode in modes:
         s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
         for saturate, ftz in CASES:
             kernels = {}
@@ -145,6 +145,12 @@ def test_bits32_direct_equals_round_pack(f):
                 kernels[codes], q = convert.kernel_for(f, mode, saturate, ftz, codes)
                 assert kernels[codes] is table[mode, codes]
             _assert_equals_round_pack(f, kernels, q, xb, mode, saturate, ftz, s)
+
+
+@pytest.mark.parametrize("f", DIRECT_FORMATS, ids=lambda f: f.name)
+def test_bits32_direct_equals_round_pack(f):
+    table = bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS
+    _assert_table_equals_round_pack(f, table, bits32_direct.DIRECT_MODES, 8)
 
 
 def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
@@ -164,15 +170,7 @@ POW2_FORMATS = [lp.get_format("e8m0")] + [
 @pytest.mark.parametrize("f", POW2_FORMATS, ids=lambda f: f.name)
 def test_pow2_equals_round_pack(f):
     assert pow2.supports(f) and not bits32_direct.supports(f)
-    xb, seeds = _kernel_inputs(f, 9)
-    for mode in pow2.POW2_MODES:
-        s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
-        for saturate, ftz in CASES:
-            kernels = {}
-            for codes in (True, False):
-                kernels[codes], q = convert.kernel_for(f, mode, saturate, ftz, codes)
-                assert kernels[codes] is pow2.KERNELS[mode, codes]
-            _assert_equals_round_pack(f, kernels, q, xb, mode, saturate, ftz, s)
+    _assert_table_equals_round_pack(f, pow2.KERNELS, pow2.POW2_MODES, 9)
 
 
 def test_pow2_takes_e8m0_alone_of_the_registry():
