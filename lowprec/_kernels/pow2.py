@@ -31,16 +31,12 @@ from numba import njit
 
 from . import bits32
 from .bits32 import _code_bits, special_codes
-from .bits32_direct import DIRECT_MODES, _f32_bits, _loop
+from .bits32_direct import _INF, _QNAN, DIRECT_MODES, _f32_bits, _loop
 from .engine import convert_one
 from .params import RNA, RNE, RUP, STOCHASTIC, format_params
 from .u32 import U, shl, shr
 
 __all__ = ["KERNELS", "POW2_MODES", "kernel", "params_array", "supports"]
-
-_INF = 0x7F800000
-_QNAN = 0x7FC00000  # numpy's float32 NaN
-
 
 class Pow2Params(NamedTuple):
     """What the kernel needs to know of a format, in float32 bits where it can."""
@@ -158,4 +154,3 @@ KERNELS = {(mode, codes): _make(mode, codes) for mode in POW2_MODES for codes in
 def kernel(fmt: Any, mode: int, codes: bool) -> Any:
     """The kernel of ``fmt`` (one :func:`supports`) in ``mode``, to codes or values."""
     return KERNELS[mode, codes]
-
