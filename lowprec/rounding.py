@@ -243,9 +243,9 @@ def round_to(
     rng:
         For ``stochastic`` only: a ``numpy.random.Generator`` or a seed. One
         64-bit seed is drawn from it per block of 4096 elements, and each
-        element's uniform 64-bit word is made from its block's seed by
-        SplitMix64 (``lowprec._kernels.sr.sr_word``); the same seed gives the same
-        result, whatever the number of threads.
+        element's uniform 64-bit word is made from its block's seed and its
+        index by a counter-based hash (``lowprec._kernels.sr.sr_word``); the
+        same seed gives the same result, whatever the number of threads.
 
     out:
         An existing array to write the result into (numpy's convention: the

@@ -279,30 +279,39 @@ def test_rne_kernel_is_exact_with_denormals_are_zero():
 # part of x, in quanta) * 2**64, a real number (the exact probability, however far
 # below the quantum x is). Random words almost never land next to V, so these words
 # are made to: the seed of a one-element block is chosen so that its first word is
-# V's floor or ceiling, or one off (mix64 is a bijection, inverted here).
+# V's floor or ceiling, or one off (the generator is a bijection of the seed,
+# inverted here: sr.py's module docstring).
 _M64 = (1 << 64) - 1
+_M32 = (1 << 32) - 1
 
 
-def _unxorshift(y: int, s: int) -> int:
+def _unxorshift32(y: int, s: int) -> int:
     x = y
-    for _ in range(64 // s + 1):
+    for _ in range(32 // s + 1):
         x = y ^ (x >> s)
     return x
 
 
+def _unmix32(y: int) -> int:
+    """The inverse of lowbias32 (sr.mix32), in Python integers."""
+    x = _unxorshift32(y, 16)
+    x = (x * pow(0x846CA68B, -1, 1 << 32)) & _M32
+    x = _unxorshift32(x, 15)
+    x = (x * pow(0x7FEB352D, -1, 1 << 32)) & _M32
+    return _unxorshift32(x, 16)
+
+
 def _seed_for_first_word(w: int) -> int:
     """The block seed whose first stochastic-rounding word is ``w``."""
-    z = _unxorshift(w, 31)
-    z = (z * pow(0x94D049BB133111EB, -1, 1 << 64)) & _M64
-    z = _unxorshift(z, 27)
-    z = (z * pow(0xBF58476D1CE4E5B9, -1, 1 << 64)) & _M64
-    z = _unxorshift(z, 30)
-    return (z - 0x9E3779B97F4A7C15) & _M64
+    hi, lo = w >> 32, w & _M32
+    k1 = (_unmix32(lo) - hi) & _M32
+    k0 = ((_unmix32(hi) ^ k1) - 0x9E3779B9) & _M32
+    return (k1 << 32) | k0
 
 
-def test_seed_for_first_word_inverts_splitmix():
+def test_seed_for_first_word_inverts_the_generator():
     from lowprec._kernels.sr import sr_word
-    for w in (0, 1, 2**63, _M64, 0x0123456789ABCDEF):
+    for w in (0, 1, 2**32 - 1, 2**32, 2**63, _M64, 0x0123456789ABCDEF):
         assert int(sr_word(np.uint64(_seed_for_first_word(w)), 0)) == w
 
 
@@ -356,3 +365,41 @@ def test_stochastic_kernel_at_the_words_threshold(f):
         ups += abs(float(lp.decode(ref, f)[0])) > abs(float(xs[i]))
     # the words straddle the thresholds: both directions happen
     assert 0 < ups < xs.size
+
+
+@pytest.mark.parametrize("name", ["fp16", "fp8_e4m3", "fp8_e5m2fnuz", "fp4_e2m1"])
+def test_stochastic_redo_of_unsure_elements_in_a_full_block(name):
+    # The kernels make only each word's top half and redo, after the block, the
+    # elements whose bottom half decides. Here element 0 of each block is such an
+    # element (its word is V's floor or ceiling, V with a non-zero bottom half);
+    # the rest of the block is ordinary data and tiny inputs. Codes and values,
+    # into a new array and in place, must equal the reference's, element for element.
+    f = lp.get_format(name)
+    mode = MODE_INT["stochastic"]
+    cases = [(x, w) for x, w in _threshold_cases(f)
+             if abs(x) < 2.0 ** (f.emin - f.mantissa_bits - 10) and w & 0xFFFFFFFF]
+    assert len(cases) >= 8  # inputs whose dropped part reaches the word's bottom half
+    rng = np.random.default_rng(3)
+    blocks, seeds = [], []
+    for x, w in cases:
+        rest = rng.standard_normal(SR_BLOCK - 1) * float(f.max) / 4
+        rest[::7] *= 2.0 ** -40  # tiny ones too
+        blocks.append(np.concatenate([[x], rest]).astype(np.float32))
+        seeds.append(_seed_for_first_word(w))
+    xs = np.concatenate(blocks)
+    seeds = np.array(seeds, np.uint64)
+    ref = _reference(f, xs.view(np.uint32), mode, False, False, seeds)
+    want = lp.decode(ref, f).astype(np.float32)
+    (kc, qc), (kv, qv) = (convert.kernel_for(f, mode, False, False, c) for c in (True, False))
+    codes = np.empty(xs.size, f.code_dtype)
+    kc(qc, xs, seeds, codes)
+    np.testing.assert_array_equal(codes, ref)
+    vals = np.empty_like(xs)
+    kv(qv, xs, seeds, vals)
+    np.testing.assert_array_equal(vals.view(np.int32), want.view(np.int32))
+    inplace = xs.copy()
+    kv(qv, inplace, seeds, inplace)
+    np.testing.assert_array_equal(inplace.view(np.int32), want.view(np.int32))
+    # and element 0 of the blocks went both ways
+    ups = np.abs(want[::SR_BLOCK]) > np.abs(xs[::SR_BLOCK])
+    assert ups.any() and not ups.all()

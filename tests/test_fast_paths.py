@@ -114,25 +114,54 @@ def test_stochastic_is_independent_of_threads_and_chunks(monkeypatch):
     assert not np.array_equal(lp.round_to(x, "fp8_e4m3", "stochastic", rng=10), runs[0])
 
 
-def test_sr_word_is_splitmix64():
-    # SplitMix64 written out in Python integers (Steele, Lea & Flood 2014):
-    # state += golden; z = state; z = (z ^ z >> 30) * c1; z = (z ^ z >> 27) * c2; z ^ z >> 31.
-    mask = (1 << 64) - 1
+def test_sr_word_is_the_documented_generator():
+    # sr.py's generator written out in Python integers: a Weyl sequence in the low
+    # half of the block seed, hashed with the high half by lowbias32 (Wellons).
+    m32 = (1 << 32) - 1
 
-    def splitmix(state, count):
+    def lowbias32(x):
+        x ^= x >> 16
+        x = (x * 0x7FEB352D) & m32
+        x ^= x >> 15
+        x = (x * 0x846CA68B) & m32
+        return x ^ (x >> 16)
+
+    def words(seed, count):
+        k0, k1 = seed & m32, seed >> 32
         out = []
-        for _ in range(count):
-            state = (state + 0x9E3779B97F4A7C15) & mask
-            z = state
-            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-            out.append(z ^ (z >> 31))
+        for j in range(count):
+            z = (k0 + (j + 1) * 0x9E3779B9) & m32
+            hi = lowbias32(z ^ k1)
+            out.append(hi << 32 | lowbias32((k1 + hi) & m32))
         return out
 
-    for seed in (0, 1, 0xDEADBEEF, mask):
-        want = splitmix(seed, 50)
-        got = [int(sr.sr_word(np.uint64(seed), j)) for j in range(50)]
-        assert got == want
+    for seed in (0, 1, 0xDEADBEEF, 0x0123456789ABCDEF, (1 << 64) - 1):
+        want = words(seed, 50)
+        assert [int(sr.sr_word(np.uint64(seed), j)) for j in range(50)] == want
+        got = np.empty(50, np.uint64)
+        sr.sr_fill(np.uint64(seed), got, 50)
+        assert got.tolist() == want
+    # The loops keep the Weyl state; a block's last words wrap it past 2**32.
+    seed = 0xFFFFFFFF_FFFFF000
+    assert sr.sr_expand(np.array([seed], np.uint64), sr.SR_BLOCK)[-3:].tolist() == \
+        words(seed, sr.SR_BLOCK)[-3:]
+
+
+def test_sr_words_are_uniform_and_uncorrelated():
+    # 2**20 words of 256 blocks: every byte of the top half and of the bottom half
+    # equally often (chi-square, 255 degrees of freedom, p > 1e-6 bounds), and the
+    # top halves of neighbours uncorrelated (|r| < 6 sigma).
+    seeds = np.random.default_rng(5).integers(0, 2**64, 256, dtype=np.uint64)
+    w = sr.sr_expand(seeds, 256 * sr.SR_BLOCK)
+    for half in (w >> np.uint64(32), w & np.uint64(0xFFFFFFFF)):
+        for shift in (0, 8, 16, 24):
+            counts = np.bincount(((half >> np.uint64(shift)) & np.uint64(255)).astype(np.int64),
+                                 minlength=256)
+            expected = w.size / 256
+            assert ((counts - expected) ** 2 / expected).sum() < 380
+    hi = (w >> np.uint64(32)).astype(np.float64)
+    r = np.corrcoef(hi[:-1], hi[1:])[0, 1]
+    assert abs(r) < 6 / np.sqrt(w.size)
 
 
 def test_stochastic_frequencies_match_distances():

@@ -201,7 +201,7 @@ def _checked(Fc, b, full, prefix):
     if prefix:
         low = U(shl(U(1), U(U(23) - Fc.mantissa_bits)) - U(1))
         return b, (U(b & low) == U(0)) | nan
-    r, _ = _direct_one(Fc, b, RTZ, np.uint64(0), full, False)
+    r, _, _ = _direct_one(Fc, b, RTZ, U(0), U(0), full, False)
     return r, ((r == b) & ~nan) | (mag == U(0)) | (nan & (Fc.no_nan == U(0)))
 
 
@@ -210,7 +210,8 @@ def _rounded(F, r, mode, full):
     """(float32 bits, code) of float32 bits ``r`` rounded into the format
     (``bits32_direct._direct_one``; compiled once for every kernel, as
     :func:`_checked`)."""
-    return _direct_one(F, r, mode, np.uint64(0), full, False)
+    bits, code, _ = _direct_one(F, r, mode, U(0), U(0), full, False)
+    return bits, code
 
 
 def _load(x, i, D, Fc, full, prefix):  # typed by the overload below

@@ -58,7 +58,7 @@ from numba import njit
 from . import bits32
 from .bits32 import _code_bits, special_codes
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
-from .sr import GOLDEN, SR_BLOCK, mix64
+from .sr import G32, SR_BLOCK, sr_hi, sr_keys, sr_lo
 from .u32 import U, shl, shr
 
 __all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "fpu_rounds_to_nearest", "full_range",
@@ -217,13 +217,13 @@ def _unpack(q):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _round_bits(a, s, sh, mode, w):
+def _round_bits(a, s, sh, mode, wh):
     """The magnitude bits ``a`` rounded at bit ``sh`` (1 <= sh <= 22) in ``mode``
-    (a compile-time constant); ``s``: 1 for a negative input; ``w``: the
-    stochastic-rounding word."""
+    (a compile-time constant); ``s``: 1 for a negative input; ``wh``: the top
+    half of the stochastic-rounding word (its other bits cannot matter here)."""
     if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
-        mask = U(shl(U(1), sh) - U(1))  # (sh <= 22: they are the top bits of its top half)
-        up = shr(U(w >> np.uint64(32)), U(U(32) - sh)) < U(a & mask)
+        mask = U(shl(U(1), sh) - U(1))
+        up = shr(wh, U(U(32) - sh)) < U(a & mask)
         return U(U(a & U(~mask)) + shl(U(up), sh))
     if mode == RTZ:
         return shl(shr(a, sh), sh)
@@ -242,33 +242,49 @@ def _round_bits(a, s, sh, mode, w):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _round_stochastic(a, F, w):
-    """The magnitude bits ``a`` rounded stochastically with the word ``w``, for
-    every input of a format without float32's exponent range, tiny ones
-    included: up iff ``w < V``, V the dropped part of |x| in units of its
-    quantum, times 2**64. That is the rule of :mod:`.bits32` and ``round_pack``:
-    below q, |x| goes up to q with probability |x| / q (as a multiple of 2**-64,
-    rounded up).
+def _round_stochastic(a, F, wh, wl, exact):
+    """(rounded magnitude bits, unsure) of the magnitude bits ``a`` rounded
+    stochastically with the word ``w = wh * 2**32 + wl``, for every input of a
+    format without float32's exponent range, tiny ones included: up iff
+    ``w < V``, V the dropped part of |x| in units of its quantum, times 2**64.
+    That is the rule of :mod:`.bits32` and ``round_pack``: below q, |x| goes up
+    to q with probability |x| / q (as a multiple of 2**-64, rounded up).
 
     With s the number of dropped bits of x's 24-bit significand (s <= 22 in
     the format's range, 23 in [q, 2q), more below) and D their value,
-    V = D * 2**(64 - s). As w is an integer, ``w < V`` iff ``w < ceil(V)``, and
-    ceil(V) = ceil(D / 2**t) * 2**k with t = s - 64 or k = 64 - s, whichever is
-    positive (the other is 0): a 32-bit ceiling (D < 2**24, so t may be clamped
-    to 31), then one 64-bit shift and comparison.
+    V = D * 2**(64 - s), and as D is an integer, ``w < V`` iff
+    ``floor(w / 2**(64 - s)) < D``: the word's top s bits against D.
+
+    * s <= 32: the top s bits are ``wh >> (32 - s)``; ``wl`` cannot matter.
+    * s > 32: they lie in [wh, wh + 1) * 2**v, v = s - 32, so they are below D
+      if ``wh < D >> v``, and not if ``wh > D >> v``, or if ``wh == D >> v``
+      and D's low v bits are 0. Else (``unsure``: for a random word, once in
+      2**32 such inputs) ``wl`` decides.
+
+    The kernels' loops make only ``wh`` and redo the unsure elements with the
+    whole word (``exact``, compile-time: the 64-bit comparison, with D's
+    bits beyond the word's 64 rounded up as :mod:`.bits32` does).
     """
     x_exp = shr(a, U(23))
     s = U(F.sh_top - min(max(x_exp, U(1)), F.emin_biased))
     mask = U(shl(U(1), min(s, U(31))) - U(1))
     x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
     dropped = U(x_sig & mask)
-    t = min(U(max(s, U(64)) - U(64)), U(31))
-    ceil = shr(U(dropped + U(shl(U(1), t) - U(1))), t)  # (the sum < 2**24 + 2**31)
-    k = np.uint64(U(U(64) - min(s, U(64))))
-    up = w < np.uint64(ceil) << k
+    if exact:  # w < ceil(V) = ceil(D / 2**t) << k, t = s - 64 or k = 64 - s (> 0)
+        w = (np.uint64(wh) << np.uint64(32)) | np.uint64(wl)
+        t = min(U(max(s, U(64)) - U(64)), U(31))
+        ceil = shr(U(dropped + U(shl(U(1), t) - U(1))), t)  # (the sum < 2**24 + 2**31)
+        up = w < np.uint64(ceil) << np.uint64(U(U(64) - min(s, U(64))))
+        unsure = U(0)
+    else:
+        v = min(U(max(s, U(32)) - U(32)), U(31))  # (D < 2**24: v = 31 drops all of it too)
+        top = shr(wh, U(U(32) - min(s, U(32))))
+        bound = shr(dropped, v)
+        up = top < bound
+        unsure = U((top == bound) & (U(dropped & U(shl(U(1), v) - U(1))) != U(0)))
     kept = U(a & U(~mask))
     kept = U(kept + U(mask + U(1))) if up else kept  # (s <= 23) a carry steps the binade
-    return (F.q_bits if up else U(0)) if s > U(23) else kept  # below q: 0 or q
+    return ((F.q_bits if up else U(0)) if s > U(23) else kept), unsure
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -306,28 +322,33 @@ def fpu_rounds_to_nearest(F):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _direct_one(F, b, mode, w, full, fp):
-    """(full float32 bits of the rounded value, its code) of float32 bits
-    ``b`` (``w``: the stochastic-rounding word). ``full`` (compile-time): the
-    format has float32's exponent range (bf16, tf32), where every input,
-    float32's subnormals included, rounds at the same bit and none is tiny.
-    ``fp`` (compile-time, rne only): round by the processor's float32 addition
-    (the caller has checked :func:`fpu_rounds_to_nearest` and ``F.rne_fp``)."""
+def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
+    """(full float32 bits of the rounded value, its code, unsure) of float32
+    bits ``b``. ``wh``, ``wl``: the top and bottom halves of the
+    stochastic-rounding word (``unsure``: 1 when ``wl`` decides, see
+    :func:`_round_stochastic`; else 0; ``exact``, compile-time: ``wl`` is
+    the word's bottom half, else 0).
+    ``full`` (compile-time): the format has float32's exponent range (bf16,
+    tf32), where every input, float32's subnormals included, rounds at the
+    same bit and none is tiny. ``fp`` (compile-time, rne only): round by the
+    processor's float32 addition (the caller has checked
+    :func:`fpu_rounds_to_nearest` and ``F.rne_fp``)."""
     a = U(b & U(0x7FFFFFFF))
     sign = U(b ^ a)
     s = shr(b, U(31))
     neg = U(U(0) - s)  # all ones for a negative input
+    unsure = U(0)
     if full:
-        r = _round_bits(a, s, U(U(23) - F.mantissa_bits), mode, w)
+        r = _round_bits(a, s, U(U(23) - F.mantissa_bits), mode, wh)
     elif fp and mode == RNE:  # (|x| + C) - C, C = 2**(clamped binade + 23 - m)
         c = U(U(min(max(U(a & U(_INF)), F.rne_lo), F.rne_hi)) + F.rne_add).view(np.float32)
         y = np.float32(U(a).view(np.float32) + c)
         r = U(np.float32(y - c).view(np.uint32))
     elif mode == STOCHASTIC:
-        r = _round_stochastic(a, F, w)
+        r, unsure = _round_stochastic(a, F, wh, wl, exact)
     else:
         sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
-        r = _round_bits(a, s, sh, mode, w)
+        r = _round_bits(a, s, sh, mode, wh)
         r = _round_tiny(a, s, F, mode) if a < F.two_q_bits else r
     r = U(0) if r < F.ftz_bits else r
     special = r > F.max_bits
@@ -349,14 +370,22 @@ def _direct_one(F, b, mode, w, full, fp):
     cp = U(F.inf_code_pos ^ U(neg & F.inf_code_flip)) if is_inf else cp
     cp = U(F.nan_code_pos ^ U(neg & F.nan_code_flip)) if is_nan else cp
     code = cp if special else code
-    return bits, code
+    return bits, code, unsure
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
     """The kernels' loop (every flag but F compile-time): ``one`` (an element
     function like :func:`_direct_one`) on every element; returns the largest
-    input magnitude bits (a NaN's are above inf's)."""
+    input magnitude bits (a NaN's are above inf's).
+
+    Stochastic rounding makes only the top half of each word (``sr.sr_hi``, in
+    32-bit lanes). An element that comes back unsure (its word's bottom half
+    would decide) gets its input written as its value, and after its block the
+    loop redoes those elements with the whole word: it reads the input again,
+    which is still there when ``out`` is the input itself (the other elements'
+    rounded values are never unsure again: they drop no bits).
+    """
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
     step = SR_BLOCK if stoch else max(n, 1)  # a block per stochastic seed
@@ -366,14 +395,26 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
         seed = seeds[lo // SR_BLOCK] if stoch else np.uint64(0)
         xs = xbits[lo:hi]
         os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)  # values: their bits
-        z = seed  # SplitMix64 state: word i is mix64(seed + (i + 1) * GOLDEN)
+        z, k1 = sr_keys(seed)  # word i is sr_word(seed, i): the Weyl state z steps by G32
+        unsure = U(0)
         for i in range(hi - lo):
             b = U(xs[i])
-            z += GOLDEN
-            w = mix64(z) if stoch else np.uint64(0)
-            bits, code = one(F, b, mode, w, full, fp)
-            os_[i] = code if codes else np.int32(bits)
+            z = U(z + G32)
+            wh = sr_hi(z, k1) if stoch else U(0)
+            bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
+            os_[i] = code if codes else np.int32(b if maybe != U(0) else bits)
+            unsure = U(unsure | maybe)
             amax = max(amax, U(b & U(0x7FFFFFFF)))
+        if stoch and unsure != U(0):
+            z, k1 = sr_keys(seed)
+            for i in range(hi - lo):
+                b = U(xs[i])
+                z = U(z + G32)
+                wh = sr_hi(z, k1)
+                bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
+                if maybe != U(0):
+                    bits, code, maybe = one(F, b, mode, wh, sr_lo(wh, k1), full, fp, True)
+                    os_[i] = code if codes else np.int32(bits)
     return amax
 
 

@@ -8,7 +8,7 @@ kind: :func:`to_codes` and :func:`to_values`. Each chooses its kernel by ``path`
   ``fast.fast_kernel``), and the reference where none does (:func:`fast_path`).
 
 Both give the same codes and values bit for bit, stochastic rounding included
-(the same SplitMix64 words, a block of ``sr.SR_BLOCK`` elements per seed); tests
+(the same words of ``sr.py``, a block of ``sr.SR_BLOCK`` elements per seed); tests
 name the path they compare against.
 
 >>> import numpy as np

@@ -13,7 +13,7 @@ float32/float64; arithmetic (``lowprec.arith``) feeds it exact integer results.
 The kernels are plain scalar Python compiled by numba, and this module is the
 reference: the fast twins in ``fast.py`` (``fast_kernel``, ``vec32_kernel``)
 are tested equal to it; stochastic rounding takes its random words from
-``sr.py`` (SplitMix64, one seed per block). A format travels as a
+``sr.py`` (a counter-based hash, one seed per block). A format travels as a
 ``FormatParams`` named tuple of ints (``params.py``), so one compiled kernel
 serves every format; the rounding mode is an int (``params.MODE_TABLE``).
 

@@ -22,7 +22,8 @@ from .params import (
     RUP,
     STOCHASTIC,
 )
-from .sr import GOLDEN, SR_BLOCK, mix64, sr_word
+from .sr import G32, SR_BLOCK, sr_keys, sr_word, sr_word_at
+from .u32 import U
 
 _kernel = njit(cache=True, nogil=True)
 
@@ -227,20 +228,20 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
         if want_codes:
             cs = codes[lo:hi]
             if full:
-                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
+                z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z += GOLDEN
-                    w = mix64(z) if stoch else np.uint64(0)
+                    z = U(z + G32)
+                    w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_full_one(P, b, mode, w)
                     count += generic
                     cs[j] = code | (signbit_out if (b >> 31) != 0 else 0)
             else:
-                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
+                z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z += GOLDEN
-                    w = mix64(z) if stoch else np.uint64(0)
+                    z = U(z + G32)
+                    w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
                     count += generic
                     neg = (b >> 31) != 0 and not (no_negzero and code == 0)
@@ -248,20 +249,20 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
         else:
             os_ = out_bits[lo:hi]
             if full:
-                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
+                z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z += GOLDEN
-                    w = mix64(z) if stoch else np.uint64(0)
+                    z = U(z + G32)
+                    w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_full_one(P, b, mode, w)
                     count += generic
                     os_[j] = np.int32(bits | (b & np.int64(-0x80000000)))
             else:
-                z = seed  # SplitMix64 state: word j is mix64(seed + (j + 1) * GOLDEN)
+                z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z += GOLDEN
-                    w = mix64(z) if stoch else np.uint64(0)
+                    z = U(z + G32)
+                    w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
                     count += generic
                     neg = (b >> 31) != 0 and not (no_negzero and bits == 0)

@@ -101,16 +101,17 @@ def _unpack(q):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pow2_one(F, b, mode, w, full, fp):
-    """(float32 bits of the rounded value, its code) of float32 bits ``b``
-    (``w``: the stochastic-rounding word; ``full`` and ``fp`` unused: the
-    signature of ``bits32_direct._direct_one``, so that both share one loop)."""
+def _pow2_one(F, b, mode, wh, wl, full, fp, exact=False):
+    """(float32 bits of the rounded value, its code, 0) of float32 bits ``b``
+    (``wh``: the top half of the stochastic-rounding word, all it needs;
+    ``wl``, ``full``, ``fp`` and ``exact`` unused: the signature of
+    ``bits32_direct._direct_one``, so that both share one loop)."""
     a = U(b & U(0x7FFFFFFF))
     sh = U(22) if a < U(0x00800000) else U(23)  # float32's subnormals: from 2**-127
     mask = U(shl(U(1), sh) - U(1))
     dropped = U(a & mask)
     if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
-        up = shr(U(w >> np.uint64(32)), U(U(32) - sh)) < dropped
+        up = shr(wh, U(U(32) - sh)) < dropped
     elif mode == RNE or mode == RNA:  # a tie goes up: the value below is odd
         up = dropped > shr(mask, U(1))
     elif mode == RUP:
@@ -127,7 +128,7 @@ def _pow2_one(F, b, mode, w, full, fp):
     code = F.ovf_code if special else U(shr(r, U(23)) - F.emin_biased)
     code = F.inf_code if a == U(_INF) else code
     code = F.nan_code if nan else code
-    return bits, code
+    return bits, code, U(0)
 
 
 #: The modes the kernel has: all seven.

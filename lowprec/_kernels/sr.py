@@ -1,60 +1,109 @@
-"""SplitMix64: the uniform 64-bit words of stochastic rounding, made in the kernels."""
+"""The uniform 64-bit words of stochastic rounding, made in the kernels in 32-bit lanes.
+
+Stochastic rounding needs one uniform 64-bit word per element: x rounds away
+from zero iff its word is below the dropped part of x (in units of its
+quantum) times 2**64. Drawing the words from numpy in the main thread was the
+bottleneck once, so they are made inside the kernels from a counter-based
+generator: the input is cut into blocks of SR_BLOCK elements, block k gets one
+64-bit seed S_k drawn from the user's numpy Generator (in order), and element
+j of a block seeded with S = k1 * 2**32 + k0 gets the word ``hi * 2**32 + lo``,
+
+    z  = k0 + (j + 1) * G32          (mod 2**32: a Weyl sequence, G32 = 0x9E3779B9)
+    hi = mix32(z XOR k1)
+    lo = mix32(k1 + hi)              (mod 2**32)
+
+where mix32 is C. Wellons' "lowbias32" integer hash (hash-prospector, 2018,
+public domain): ``x ^= x >> 16; x *= 0x7FEB352D; x ^= x >> 15; x *= 0x846CA68B;
+x ^= x >> 16``, a bijection of 32-bit words with two 32-bit multiplies.
+
+Why this shape:
+
+* Every word is exactly uniform over the 2**64 words when its block's seed is:
+  for a fixed j the map S -> (hi, lo) is a bijection (hi gives z XOR k1, then
+  lo gives k1, then z gives k0). So the rounding is exactly unbiased, with the
+  same 2**-64 resolution the reference engine's rule has.
+* In the formats' own range only ``hi`` matters: a float32 significand drops
+  s <= 23 bits there, so ``w < D * 2**(64 - s)`` is decided by w's top s bits.
+  The fastest kernels make ``hi`` alone, in 32-bit SIMD lanes (eight a vector
+  on AVX2, which has no 64-bit multiply: SplitMix64, the generator before
+  this one, cost three 32-bit multiplies per 64-bit one and ran at about a
+  third of this speed), and finish an element with ``lo`` only when ``hi``
+  alone cannot decide (``hi`` equal to the threshold's top half, about once in
+  2**32 tiny inputs).
+* The result depends on the seed and the element index only, never on the
+  number of threads. SR_BLOCK words of a block come from one seed, and each
+  block's seed from the user's Generator, so the weak spots of a 32-bit hash
+  of a counter never span more than 4096 words.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
+from .u32 import U, mul, shr
+
 _jit = njit(cache=True, nogil=True)
 _kernel = njit(cache=True, nogil=True)
 
-# -------------------------------------------------------- stochastic words
-# Stochastic rounding needs one uniform 64-bit word per element. Drawing them
-# from numpy in the main thread (random_raw, ~3 ns a word) was the bottleneck,
-# so the words are made inside the kernels, in parallel, from a counter-based
-# generator: the input is cut into blocks of SR_BLOCK elements, block k gets
-# one 64-bit seed s_k drawn from the user's numpy Generator (in order), and
-# element j of the block gets
-#
-#     word(s_k, j) = mix64(s_k + (j + 1) * GOLDEN)
-#
-# which is exactly the j-th output of SplitMix64 started from state s_k
-# (G. Steele, D. Lea, C. Flood, "Fast splittable pseudorandom number
-# generators", OOPSLA 2014; the mixer is D. Stafford's "Mix13" variant, as in
-# Java's SplittableRandom and S. Vigna's splitmix64.c). mix64 is a bijection of
-# 64-bit words, SplitMix64 passes TestU01's BigCrush, and the result depends on
-# the seed and the element index only, never on the number of threads.
 SR_BLOCK = 4096
-#: SplitMix64's state step: word j of a block is ``mix64(seed + (j + 1) * GOLDEN)``.
-GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
-_MIX2 = np.uint64(0x94D049BB133111EB)
+#: The Weyl sequence's step (2**32 / golden ratio, odd): z_j = k0 + (j + 1) * G32.
+G32 = U(0x9E3779B9)
+_MIX1 = U(0x7FEB352D)
+_MIX2 = U(0x846CA68B)
+_LO32 = np.uint64(0xFFFFFFFF)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def mix64(z):
-    """SplitMix64's output function (a bijection of 64-bit words)."""
-    z = (z ^ (z >> np.uint64(30))) * _MIX1
-    z = (z ^ (z >> np.uint64(27))) * _MIX2
-    return z ^ (z >> np.uint64(31))
+def mix32(x):
+    """lowbias32 (Wellons): a bijection of 32-bit words with good avalanche."""
+    x = mul(U(x ^ shr(x, U(16))), _MIX1)
+    x = mul(U(x ^ shr(x, U(15))), _MIX2)
+    return U(x ^ shr(x, U(16)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sr_keys(seed):
+    """(k0, k1): a block seed's low and high halves. A loop over a block keeps
+    ``z = k0``, then per element ``z = U(z + G32)`` and ``hi = sr_hi(z, k1)``."""
+    seed = np.uint64(seed)
+    return U(seed & _LO32), U(seed >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sr_hi(z, k1):
+    """A word's top half from the Weyl state ``z`` of its element."""
+    return mix32(U(z ^ k1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sr_lo(hi, k1):
+    """A word's bottom half from its top half."""
+    return mix32(U(k1 + hi))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sr_word_at(z, k1):
+    """The whole 64-bit word of the element whose Weyl state is ``z``."""
+    hi = sr_hi(z, k1)
+    return (np.uint64(hi) << np.uint64(32)) | np.uint64(sr_lo(hi, k1))
 
 
 @_jit
 def sr_word(seed, j):
-    """The ``j``-th stochastic-rounding word of a block seeded with ``seed``.
-
-    Loops over a block's elements keep the state instead, ``z = seed`` and then
-    ``z += GOLDEN; w = mix64(z)`` per element: the same words, and one 64-bit
-    multiplication fewer per element (the vectorised loop runs twice as fast).
-    """
-    return mix64(np.uint64(seed) + np.uint64(j + 1) * GOLDEN)
+    """The ``j``-th stochastic-rounding word of a block seeded with ``seed``."""
+    k0, k1 = sr_keys(seed)
+    return sr_word_at(U(k0 + mul(U(j + 1), G32)), k1)
 
 
 @_kernel
 def sr_fill(seed, words, n):
     """words[j] = sr_word(seed, j) for j < n."""
+    k0, k1 = sr_keys(seed)
+    z = k0
     for j in range(n):
-        words[j] = sr_word(seed, j)
+        z = U(z + G32)
+        words[j] = sr_word_at(z, k1)
 
 
 @_kernel

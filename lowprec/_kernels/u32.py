@@ -1,4 +1,4 @@
-"""32-bit integer lanes for numba kernels: :data:`U` and the shifts :func:`shl`, :func:`shr`.
+"""32-bit integer lanes for numba kernels: :data:`U`, :func:`shl`, :func:`shr`, :func:`mul`.
 
 numba widens every integer operation to 64 bits (``uint32 + uint32`` is a
 ``uint64``), so a loop over float32 bits would run in 64-bit SIMD lanes: half
@@ -25,7 +25,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["U", "shl", "shr"]
+__all__ = ["U", "mul", "shl", "shr"]
 
 #: The 32-bit lane type: ``U(expr)`` truncates a (widened) result back to 32 bits.
 U = np.uint32
@@ -49,5 +49,17 @@ def shr(typingctx, x, n):
 
     def codegen(context, builder, signature, args):
         return builder.lshr(args[0], args[1])
+
+    return sig, codegen
+
+
+@intrinsic
+def mul(typingctx, x, y):
+    """``x * y`` in 32 bits, wrapping (uint32): numba would multiply in 64 bits,
+    and AVX2 has no 64-bit vector multiply (LLVM builds one of three 32-bit ones)."""
+    sig = types.uint32(types.uint32, types.uint32)
+
+    def codegen(context, builder, signature, args):
+        return builder.mul(args[0], args[1])
 
     return sig, codegen
