@@ -14,12 +14,19 @@ float8_e8m0fnu rounds float32 subnormals strictly between 2**-127 and
 nearer (see tests/test_round_reference.py); the script checks that lowprec
 gives 2**-127 there.
 
+With ``--stochastic SEED`` it sweeps stochastic rounding instead: there is no
+reference cast, so the fast kernels' codes are compared with the generic
+kernel's (``round_pack``, one element at a time) under the same words (chunk k
+of a format rounds with ``rng=SEED + k`` on both sides); every format of 16
+bits or fewer and tf32.
+
 Usage::
 
     python scripts/sweep_float32.py                       # all 2**32 patterns
     python scripts/sweep_float32.py --patterns 16777216   # 2**24, spread out
     python scripts/sweep_float32.py --formats fp16 bf16 --no-generic
     python scripts/sweep_float32.py --jobs 4              # formats in parallel
+    python scripts/sweep_float32.py --stochastic 1 --patterns 67108864   # fast vs round_pack
 
 Exit status 1 if any format has an unexplained mismatch.
 """
@@ -49,7 +56,8 @@ def patterns(start: int, count: int, stride: int) -> np.ndarray:
     return (k * np.uint64(stride) + offset).astype(np.uint32)
 
 
-def sweep(name: str, n_patterns: int, chunk: int, generic: bool) -> dict:
+def sweep(name: str, n_patterns: int, chunk: int, generic: bool,
+          stochastic: int | None = None) -> dict:
     fmt = lp.get_format(name)
     dt = reference_dtype(fmt)
     stride = TOTAL // n_patterns
@@ -65,6 +73,17 @@ def sweep(name: str, n_patterns: int, chunk: int, generic: bool) -> dict:
             keep = ~np.isnan(x)
             stats["skipped_nan"] += int(x.size - keep.sum())
             bits, x = bits[keep], x[keep]
+        if stochastic is not None:  # the fast kernels against round_pack, the same words
+            seed = stochastic + start // chunk
+            codes = lp.encode(x, fmt, "stochastic", rng=seed)
+            codes_generic, _ = lp.encode(x, fmt, "stochastic", rng=seed, flags=True)
+            bad = codes != codes_generic
+            stats["fast_vs_generic"] += int(np.count_nonzero(bad))
+            if bad.any() and stats["first"] is None:
+                i = int(np.flatnonzero(bad)[0])
+                stats["first"] = (int(bits[i]), int(codes[i]), int(codes_generic[i]))
+            stats["checked"] += int(x.size)
+            continue
         with np.errstate(all="ignore"):
             ref = x.astype(dt)
             ref_nan = np.isnan(ref.astype(np.float64))
@@ -101,6 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="formats swept in parallel processes (default 1)")
     parser.add_argument("--no-generic", action="store_true",
                         help="skip the fast-vs-generic kernel comparison")
+    parser.add_argument("--stochastic", type=int, metavar="SEED", default=None,
+                        help="sweep stochastic rounding (fast kernels against round_pack, "
+                             "the same words) instead of rne against numpy/ml_dtypes")
     args = parser.parse_args(argv)
     n = args.patterns
     if n < 1 or n > TOTAL or n & (n - 1):
@@ -108,35 +130,43 @@ def main(argv: list[str] | None = None) -> int:
     import ml_dtypes
 
     print(f"lowprec {lp.__version__}, numpy {np.__version__}, ml_dtypes {ml_dtypes.__version__}")
-    print(f"{n} float32 patterns per format (stride {TOTAL // n}), rne")
+    what = "rne" if args.stochastic is None else f"stochastic (seed {args.stochastic}, " \
+        "fast kernels against round_pack)"
+    print(f"{n} float32 patterns per format (stride {TOTAL // n}), {what}")
     print(f"{'format':16} {'checked':>11} {'mismatches':>10} {'explained':>9} "
           f"{'fast!=gen':>9} {'seconds':>8}")
     failed = False
     total_time = 0.0
     names = []
-    for name in args.formats:
+    formats = args.formats
+    if args.stochastic is not None and formats == DEFAULT_FORMATS:
+        formats = [n for n, f in lp.FORMATS.items() if f.width <= 16] + ["tf32"]
+    for name in formats:
         fmt = lp.get_format(name)
-        if reference_dtype(fmt) is None:
+        if reference_dtype(fmt) is None and args.stochastic is None:
             print(f"{fmt.name:16} (no numpy/ml_dtypes type: skipped)")
         else:
             names.append(fmt.name)
-    jobs = [(name, n, min(args.chunk, n), not args.no_generic) for name in names]
-    if args.jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
+    jobs = [(name, n, min(args.chunk, n), not args.no_generic, args.stochastic)
+            for name in names]
+    from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(args.jobs)
-        results = pool.map(sweep, *zip(*jobs))
-    else:
-        results = (sweep(*job) for job in jobs)
-    for name, s in zip(names, results):
-        total_time += s["seconds"]
-        gen = "-" if args.no_generic else str(s["fast_vs_generic"])
-        print(f"{name:16} {s['checked']:>11} {s['mismatches']:>10} {s['explained']:>9} "
-              f"{gen:>9} {s['seconds']:>8.1f}", flush=True)
-        if s["first"] is not None:
-            b, c, r = s["first"]
-            print(f"    first mismatch: float32 {b:#010x}: lowprec {c:#x}, reference {r:#x}")
-        failed |= s["mismatches"] > 0 or s["fast_vs_generic"] > 0
+    pool = ProcessPoolExecutor(args.jobs) if args.jobs > 1 else None
+    try:  # (the pool is shut down before exit: an open one fails at interpreter exit)
+        results = pool.map(sweep, *zip(*jobs)) if pool else (sweep(*job) for job in jobs)
+        for name, s in zip(names, results):
+            total_time += s["seconds"]
+            gen = ("-" if args.no_generic and args.stochastic is None
+                   else str(s["fast_vs_generic"]))
+            print(f"{name:16} {s['checked']:>11} {s['mismatches']:>10} {s['explained']:>9} "
+                  f"{gen:>9} {s['seconds']:>8.1f}", flush=True)
+            if s["first"] is not None:
+                b, c, r = s["first"]
+                print(f"    first mismatch: float32 {b:#010x}: lowprec {c:#x}, reference {r:#x}")
+            failed |= s["mismatches"] > 0 or s["fast_vs_generic"] > 0
+    finally:
+        if pool is not None:
+            pool.shutdown()
     print(f"total {total_time:.1f} s of sweeping; {'FAILED' if failed else 'all match'}")
     return 1 if failed else 0
 

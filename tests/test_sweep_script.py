@@ -27,6 +27,21 @@ def test_sweep_subset(capsys: pytest.CaptureFixture) -> None:
     assert "all match" in out and "tf32" in out and "skipped" in out
 
 
+def test_stochastic_sweep_subset(capsys: pytest.CaptureFixture) -> None:
+    # --stochastic compares the fast kernels with round_pack under the same words; tf32
+    # (no reference dtype) is swept there too, and a chunk per seed means two chunks here.
+    sweep = _load()
+    status = sweep.main(["--stochastic", "3", "--patterns", str(1 << 16), "--chunk",
+                         str(1 << 15), "--formats", "fp16", "fp8_e4m3", "fp4_e2m1", "tf32"])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "stochastic (seed 3" in out and "all match" in out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.split() and line.split()[0] in ("fp16", "tf32", "fp4_e2m1")}
+    assert rows["tf32"][1] == str(1 << 16) and rows["tf32"][4] == "0"
+    assert int(rows["fp4_e2m1"][1]) < 1 << 16  # its NaN patterns left out
+
+
 def test_patterns_are_spread_and_distinct() -> None:
     sweep = _load()
     bits = sweep.patterns(0, 1 << 12, 1 << 20)
