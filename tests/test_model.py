@@ -26,13 +26,19 @@ def _graph_ops(out: Tensor) -> list[str]:
 
 
 def test_mlp_is_relu_of_affine_maps_computed_by_numpy():
+    """Each layer in numpy's float32 elementwise operations, the products added in k order
+    (the trainer's matmul: the same bits on every machine, unlike the BLAS's)."""
     mlp = MLP(SIZES, np.random.default_rng(7))
     x = np.random.default_rng(8).standard_normal((9, SIZES[0])).astype(np.float32)
     h = x
     for i, layer in enumerate(mlp.layers):
         assert (layer.name, layer.w.shape, layer.relu) == (f"fc{i + 1}", SIZES[i:i + 2],
                                                            i < len(SIZES) - 2)
-        h = h @ layer.w.data + layer.b.data
+        acc = np.zeros((h.shape[0], layer.w.shape[1]), np.float32)
+        for k in range(h.shape[1]):
+            acc = acc + h[:, k:k + 1] * layer.w.data[k]
+        np.testing.assert_allclose(acc, h @ layer.w.data, rtol=1e-5, atol=1e-6)
+        h = acc + layer.b.data
         h = np.maximum(h, 0) if layer.relu else h
     np.testing.assert_array_equal(mlp(x).data, h)
     assert mlp.parameters() == [p for layer in mlp.layers for p in (layer.w, layer.b)]

@@ -27,6 +27,8 @@ def steps(training: bool = True) -> list[tuple[str, Callable[[], object]]]:
     """The warm-up steps: a label and a call that runs one family of kernels."""
     import lowprec as lp
 
+    from .._kernels.gemm import matmul_in_order
+
     x32 = np.array([0.1, -3.0, 1e-9, 7e4, np.inf, np.nan, 0.0, 2.0**-20], dtype=np.float32)
     x64 = x32.astype(np.float64)
     a = np.linspace(-2, 2, 16).reshape(4, 4)
@@ -53,6 +55,8 @@ def steps(training: bool = True) -> list[tuple[str, Callable[[], object]]]:
     def matmul() -> None:
         for model in lp.list_models():
             lp.matmul(a, a, model=model)
+        for dtype in (np.float32, np.float64):  # the trainer's (lowprec._kernels.gemm)
+            matmul_in_order(a.astype(dtype), a.astype(dtype))
 
     def scaled() -> None:
         lp.mx.quantize(np.tile(x64[:4], 8), "mxfp8_e4m3")

@@ -39,6 +39,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._kernels.gemm import matmul_in_order
 from ..autograd import Tensor, round_grad, round_value
 from ..autograd.tensor import matmul
 from ..matmul import matmul as lp_matmul
@@ -54,10 +55,11 @@ Product = Callable[[np.ndarray, np.ndarray], np.ndarray]
 def product_for(policy: Policy) -> Product:
     """The matmul of the policy's accumulation model (inputs are already rounded)."""
     acc = policy.accumulate
-    if acc == "fp32":
-        return np.matmul
+    if acc == "fp32":  # in k order, not the BLAS's: the same bits on every processor
+        return matmul_in_order
     if acc == "fp64":
-        return lambda a, b: (a.astype(np.float64) @ b.astype(np.float64)).astype(a.dtype)
+        return lambda a, b: matmul_in_order(a.astype(np.float64),
+                                            b.astype(np.float64)).astype(a.dtype)
     acc_fmt, _, model = acc.rpartition(":")
     q = policy.activations
     inputs = q.format if q is not None and q.scaling == "none" else "fp32"
@@ -145,7 +147,8 @@ class Layer:
     def __call__(self, h: Tensor, *, rounds: Roundings = NOWHERE, grads: Roundings = NOWHERE,
                  product: Product | None = None) -> Tensor:
         """The layer's output for the batch ``h``: values rounded where ``rounds`` says,
-        gradients where ``grads`` says; ``product`` is the matmul (numpy's by default)."""
+        gradients where ``grads`` says; ``product`` is the matmul (by default float32 in
+        k order, the same bits on every machine: :mod:`lowprec._kernels.gemm`)."""
         w, b = self.w, self.b
         if rounds.weights is not None:
             w = round_value(w, rounds.weights, "round_weights")
@@ -155,7 +158,7 @@ class Layer:
             w = round_grad(w, grads.weights, "round_weight_grad")
         if grads.bias is not None:
             b = round_grad(b, grads.bias, "round_weight_grad")
-        z = matmul(h, w, product) + b
+        z = matmul(h, w, product or matmul_in_order) + b
         if rounds.out is not None:
             z = round_value(z, rounds.out, "round_activations")
         if grads.out is not None:

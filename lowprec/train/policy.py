@@ -97,8 +97,9 @@ class Policy:
     act_grads: Quant | None = None
     weight_grads: Quant | None = None
     optimizer_state: Quant | None = None
-    #: ``"fp32"``: float32 products and sums over the exactly rounded inputs (fast, like
-    #: tensor cores with an FP32 accumulator); ``"fp64"``: float64 accumulation, result
+    #: ``"fp32"``: float32 products and sums over the exactly rounded inputs, added in k
+    #: order (a loop without fused multiply-adds, not the BLAS, whose order depends on the
+    #: processor: the same bits on every machine); ``"fp64"``: the same in float64, result
     #: rounded to float32; any other value is a :func:`lowprec.matmul` accumulation model,
     #: ``"MODEL"`` (accumulating in FP32) or ``"FORMAT:MODEL"`` (e.g. ``"fp16:sequential"``),
     #: with the activations' format as the inputs' format.

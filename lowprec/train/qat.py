@@ -34,7 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import mx, nvfp4, scaling
+from .._kernels.gemm import matmul_in_order
 from ..autograd import Tensor, cross_entropy, mse
+from ..autograd.tensor import matmul
 from .data import Task, get_task
 from .policy import Policy, Quant
 from .runner import train
@@ -94,7 +96,8 @@ def evaluate(params: Sequence[np.ndarray], task: Task, fmt: str | None = None
     n = len(params) // 2
     for i in range(n):
         w = params[2 * i] if fmt is None else fake_quantize(params[2 * i], fmt)
-        z = h @ Tensor(np.asarray(w, dtype=np.float32)) + Tensor(params[2 * i + 1])
+        z = matmul(h, Tensor(np.asarray(w, dtype=np.float32)), matmul_in_order) \
+            + Tensor(params[2 * i + 1])
         h = z.relu() if i < n - 1 else z
     with np.errstate(over="ignore", invalid="ignore"):
         if task.kind == "classification":
