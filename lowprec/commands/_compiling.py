@@ -21,7 +21,7 @@ __all__ = ["COLD_SECONDS", "compile_notice"]
 
 #: Seconds a cold first run of each command spent compiling (measured on the 2-core
 #: development machine, empty NUMBA_CACHE_DIR); the estimate the notice gives.
-COLD_SECONDS = {"info": 5, "explain": 10, "demo": 60, "train": 40, "figures": 40,
+COLD_SECONDS = {"info": 5, "explain": 10, "demo": 115, "train": 40, "figures": 40,
                 "validate": 60, "tutorials": 60, "warmup": 320}
 
 
