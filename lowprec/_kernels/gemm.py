@@ -14,10 +14,9 @@ without reassociating any sum; numba compiles without ``fastmath``, so no
 multiply and add are fused. IEEE arithmetic then makes every bit the same
 on every processor. Four k at a time share one load and store of the
 output row: about 20 G multiply-adds/s in float32 on one core of the
-2-core development machine (AVX2). The trainer's matrices are small: with
-numpy's two-threaded BLAS an fp32 step of the demo model took 0.48 ms, with
-this loop 0.57 ms; a 256-wide model at batch 256, 2.5 and 5.9 ms
-(``benchmarks/bench_train.py``).
+2-core development machine (AVX2). The trainer's matrices are small, so a
+step of the demo model costs about what it did with numpy's BLAS; a wider
+model pays more (docs/training.md, "Speed", gives both).
 """
 
 from __future__ import annotations
