@@ -33,10 +33,11 @@ from lowprec.formats import custom_format
 # Every registered format of <= 16 bits, tf32, and two without mantissa bits
 # whose code 0 is zero (ties-to-even and odd read the implicit bit as the last).
 # Two more at the edges of rne by float32 addition (bits32_direct): emax 116, where
-# C would leave float32's range, and q = 2**-126, where subnormal inputs round to q.
+# C would leave float32's range, and q = 2**-126, where subnormal inputs round to q;
+# and a float32 cut to 3 mantissa bits (bits32_direct's plain kernels, as bf16).
 FORMATS = [f for f in lp.FORMATS.values() if f.width <= 16] + [lp.get_format("tf32")] + [
     custom_format(4, 0, has_inf=False, nan="max"), custom_format(3, 0, has_inf=False, nan="none"),
-    custom_format(7, 3, bias=10), custom_format(6, 3, bias=124)]
+    custom_format(7, 3, bias=10), custom_format(6, 3, bias=124), custom_format(8, 3)]
 NO_SEEDS = np.empty(0, np.uint64)
 
 
@@ -134,8 +135,9 @@ DIRECT_FORMATS = [f for f in FORMATS if bits32_direct.supports(f)]
 
 
 def _assert_table_equals_round_pack(f, table, modes, seed):
-    """The kernels ``convert.kernel_for`` picks for ``f`` are ``table``'s, and
-    they equal round_pack in every one of ``modes`` and CASES."""
+    """The kernels ``convert.kernel_for`` picks for ``f`` are ``table``'s (a
+    function of saturate and ftz), and they equal round_pack in every one of
+    ``modes`` and CASES."""
     xb, seeds = _kernel_inputs(f, seed)
     for mode in modes:
         s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
@@ -143,14 +145,35 @@ def _assert_table_equals_round_pack(f, table, modes, seed):
             kernels = {}
             for codes in (True, False):
                 kernels[codes], q = convert.kernel_for(f, mode, saturate, ftz, codes)
-                assert kernels[codes] is table[mode, codes]
+                assert kernels[codes] is table(saturate, ftz)[mode, codes]
             _assert_equals_round_pack(f, kernels, q, xb, mode, saturate, ftz, s)
+
+
+def _direct_table(f):
+    """The kernels bits32_direct is expected to give ``f``, by saturate and ftz:
+    bf16 and tf32 (and a float32 cut short of the same kind) take the plain
+    ones unless saturating or flushing."""
+    def table(saturate, ftz):
+        if f.emin != -126:
+            return bits32_direct.KERNELS
+        if f.exponent_bits == 8 and f.has_inf and f.nan == "ieee" and not (saturate or ftz):
+            return bits32_direct.PLAIN_KERNELS
+        return bits32_direct.FULL_KERNELS
+    return table
 
 
 @pytest.mark.parametrize("f", DIRECT_FORMATS, ids=lambda f: f.name)
 def test_bits32_direct_equals_round_pack(f):
-    table = bits32_direct.FULL_KERNELS if f.emin == -126 else bits32_direct.KERNELS
-    _assert_table_equals_round_pack(f, table, bits32_direct.DIRECT_MODES, 8)
+    _assert_table_equals_round_pack(f, _direct_table(f), bits32_direct.DIRECT_MODES, 8)
+
+
+def test_plain_kernels_take_bf16_and_tf32_without_saturation_or_flushing():
+    for name in ("bf16", "tf32"):
+        f = lp.get_format(name)
+        assert bits32_direct.plain(f, False, False)
+        assert not bits32_direct.plain(f, True, False) and not bits32_direct.plain(f, False, True)
+    assert not any(bits32_direct.plain(lp.get_format(n), False, False)
+                   for n in ("fp16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1"))
 
 
 def test_bits32_direct_covers_the_registry_but_e8m0_and_fp32():
@@ -170,7 +193,7 @@ POW2_FORMATS = [lp.get_format("e8m0")] + [
 @pytest.mark.parametrize("f", POW2_FORMATS, ids=lambda f: f.name)
 def test_pow2_equals_round_pack(f):
     assert pow2.supports(f) and not bits32_direct.supports(f)
-    _assert_table_equals_round_pack(f, pow2.KERNELS, pow2.POW2_MODES, 9)
+    _assert_table_equals_round_pack(f, lambda saturate, ftz: pow2.KERNELS, pow2.POW2_MODES, 9)
 
 
 def test_pow2_takes_e8m0_alone_of_the_registry():

@@ -183,7 +183,7 @@ def kernel_for(fmt: Any, mode: int, saturate: bool, ftz: bool, codes: bool
     found = _FOR.get(key)
     if found is None:
         if mode in bits32_direct.DIRECT_MODES and bits32_direct.supports(fmt):
-            found = (bits32_direct.kernel(fmt, mode, bool(codes)),
+            found = (bits32_direct.kernel(fmt, mode, bool(codes), saturate, ftz),
                      bits32_direct.params_array(fmt, mode, saturate, ftz))
         elif mode in pow2.POW2_MODES and pow2.supports(fmt):
             found = (pow2.kernel(fmt, mode, bool(codes)),
