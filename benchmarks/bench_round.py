@@ -11,7 +11,8 @@ the same array:
 * ``ml_dtypes``: ``x.astype(dtype)`` into the format's ml_dtypes type (numpy's
   float16 for fp16), round-to-nearest-even only;
 * CPFloat's ``cpfloatf`` (one thread, into an existing array: compared with
-  ``out=``) in every mode, when ``--cpfloat`` names
+  ``out=``, each over the copy timed alternately with it, ``np.copyto`` here and
+  ``memcpy`` in CPFloat's process) in every mode, when ``--cpfloat`` names
   CPFloat's ``src/`` folder: ``git clone
   https://github.com/north-numerical-computing/cpfloat`` is all it takes (it is
   header-only; ``cpfloat_driver.c`` here is compiled against it with ``cc``).
@@ -21,13 +22,18 @@ part of it) and ``loguniform`` (magnitudes log-uniform between the format's
 smallest subnormal and its largest value, random signs).
 
 Rates are M values/s (wall clock, the best of ``--repeats`` timings; ``--stat
-median`` for the median). Each lowprec timing alternates with one of its limit
-on the same array, and a cell's ratio is taken between the two: on a shared
-machine absolute rates move with the load (printed at the top, from
+median`` for the median). A mode's lowprec timings on 1 and 2 threads alternate
+with each other and with one of its limit on the same array (and ml_dtypes', for
+rne), and a cell's ratio is taken between timings of one alternation: on a
+shared machine absolute rates move with the load (printed at the top, from
 ``os.getloadavg``), and another tenant's work only ever adds time, so the best
 of paired timings is the estimate that moves least.
 Targets of issue 13: fresh >= 0.8x astype, ``out=`` >= 0.6x copyto, 2 threads
 >= 1.6x one thread at 10**7 values.
+
+Before the table, the machine's own ceilings from the same run: how much of
+``astype``'s time a fresh array's page faults take (``np.empty`` + ``fill``), and
+how much faster a plain compiled copy runs on two threads than on one.
 
     python benchmarks/bench_round.py --quick            # a few formats, 10**6 values
     python benchmarks/bench_round.py                    # everything, 10**7 values
@@ -58,12 +64,6 @@ DATASETS = ["normal8", "loguniform"]
 
 #: How a figure is taken from its timings (``--stat``).
 STATS: dict[str, Callable[[list[float]], float]] = {"min": min, "median": statistics.median}
-
-
-def rate(fn: Callable[[], object], n: int, repeats: int, stat: str = "min") -> float:
-    """M values/s of fn() over ``repeats`` runs (after one warm-up): the best, or
-    the median (``stat``)."""
-    return paired([fn], n, repeats, stat)[0]
 
 
 def paired(fns: list[Callable[[], object]], n: int, repeats: int, stat: str = "min"
@@ -128,6 +128,63 @@ def with_threads(k: int, fn: Callable[[], object]) -> Callable[[], object]:
     return run
 
 
+# ------------------------------------------------------------- the machine
+def _copy_kernel() -> Callable[[np.ndarray, np.ndarray], None]:
+    """A plain element-by-element copy compiled as lowprec's kernels are (numba,
+    releasing the GIL): what a kernel with no arithmetic at all would do."""
+    from numba import njit
+
+    @njit(nogil=True, boundscheck=False)
+    def copy(x: np.ndarray, out: np.ndarray) -> None:
+        for i in range(x.shape[0]):
+            out[i] = x[i]
+    return copy
+
+
+def ceilings(x: np.ndarray, repeats: int, stat: str = "min") -> dict[str, float]:
+    """What this machine allows any kernel, measured on ``x``:
+
+    * ``fill``: ``np.empty`` then ``fill``, as a fraction of ``astype``'s time:
+      the page faults of a fresh result (the kernel zeroes each page before the
+      first write to it) are paid by any fresh result, and ``astype`` is little
+      more than them;
+    * ``copy2_out`` / ``copy2_fresh``: a compiled plain copy on two threads over
+      one, into an existing array and into a fresh one: the most two threads can
+      give where memory, not arithmetic, sets the pace.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    copy = _copy_kernel()
+    n = x.shape[0]
+    half = n // 2
+    buf = np.empty_like(x)
+    copy(x[:8], buf[:8])
+    pool = ThreadPoolExecutor(max_workers=1)
+
+    def two(out: np.ndarray) -> np.ndarray:
+        job = pool.submit(copy, x[half:], out[half:])
+        copy(x[:half], out[:half])
+        job.result()
+        return out
+
+    astype, fill = paired([lambda: x.astype(np.float32),
+                           lambda: np.empty_like(x).fill(0)], n, repeats, stat)
+    one_out, two_out = paired([lambda: copy(x, buf), lambda: two(buf)], n, repeats, stat)
+    one_fresh, two_fresh = paired([lambda: copy(x, np.empty_like(x)),
+                                   lambda: two(np.empty_like(x))], n, repeats, stat)
+    pool.shutdown()
+    return {"fill": astype / fill, "copy2_out": two_out / one_out,
+            "copy2_fresh": two_fresh / one_fresh}
+
+
+def ceilings_text(c: dict[str, float], n: int) -> str:
+    return (f"The machine, in the same run ({n:,} float32): allocating a fresh array and "
+            f"filling it (`np.empty` + `fill`) takes {c['fill']:.2f} of `astype`'s time, so the "
+            f"page faults of a fresh result are most of `astype`; a plain compiled copy runs "
+            f"{c['copy2_out']:.2f}x faster on two threads than on one into an existing array "
+            f"and {c['copy2_fresh']:.2f}x into a fresh one.")
+
+
 # ------------------------------------------------------------------ CPFloat
 # CPFloat's cpfloatf, one thread, timed by a small C driver (cpfloat_driver.c)
 # compiled here against CPFloat's header-only sources (its src/ folder).
@@ -144,8 +201,10 @@ def build_cpfloat(src: str, workdir: str) -> str:
 
 
 def cpfloat_rate(exe: str, data_file: str, n: int, fmt: lp.FloatFormat, mode: str,
-                 repeats: int, stat: str = "min") -> float | None:
-    """M values/s of CPFloat on the values in data_file (None: no such mode).
+                 repeats: int, stat: str = "min") -> tuple[float, float] | None:
+    """M values/s of CPFloat on the values in data_file, and of a memcpy of the
+    same bytes timed alternately with it in the same process (its limit, as
+    ``np.copyto`` is lowprec's); None: no such mode.
 
     CPFloat models a format by precision, exponent range and whether it has
     infinities; for fn/fnuz/fp4/fp6 formats its results differ from lowprec's
@@ -155,7 +214,9 @@ def cpfloat_rate(exe: str, data_file: str, n: int, fmt: lp.FloatFormat, mode: st
     cmd = [exe, data_file, str(n), str(fmt.precision), str(fmt.emin), str(fmt.emax),
            str(int(fmt.has_inf)), str(_CPFLOAT_MODES[mode]), str(repeats)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
-    return n / float(out[2] if stat == "min" else out[0]) / 1e6  # (median, bits, best)
+    # (median, bits, best, best memcpy, median memcpy)
+    t, copy = (out[2], out[3]) if stat == "min" else (out[0], out[4])
+    return n / float(t) / 1e6, n / float(copy) / 1e6
 
 
 # --------------------------------------------------------------------- main
@@ -187,6 +248,10 @@ def main(argv: list[str] | None = None) -> None:
     load = " ".join(f"{v:.2f}" for v in os.getloadavg())
     small = small_call()
     print(small + "\n")
+    machine = ceilings(dataset("normal8", lp.get_format("fp16"), n, args.seed), repeats,
+                       args.stat)
+    small += "\n\n" + ceilings_text(machine, n)
+    print(ceilings_text(machine, n) + "\n")
     what = "best" if args.stat == "min" else "median"
     print(f"round_to on {n:,} float32 values, {what} of {repeats}, each timing paired with "
           f"one of its limit; M values/s (wall clock); "
@@ -206,72 +271,88 @@ def main(argv: list[str] | None = None) -> None:
         for data in args.datasets:
             x = dataset(data, fmt, n, args.seed)
             buf = np.empty_like(x)
-            limit_fn = {"fresh": lambda x=x: x.astype(np.float32),
+            limit_fn: dict[str, Callable[[], object]] = {
+                        "fresh": lambda x=x: x.astype(np.float32),
                         "out=": lambda x=x, buf=buf: np.copyto(buf, x)}
-            ml = (rate(lambda x=x, dt=ref_dt: x.astype(dt), n, repeats, args.stat)
-                  if ref_dt is not None else None)
+            # Each mode's timings on every thread count alternate with one another and
+            # with the limit (and, for rne into a fresh array, with ml_dtypes), so that
+            # a change of load hits all of them alike.
+            ml = None
             one_thread: dict[tuple[str, str], float] = {}
+            one_ratio: dict[tuple[str, str], float] = {}  # one thread, over its limit
+            table: dict[tuple[int, str], list[tuple[float, float]]] = {}
+            cell = summary.setdefault(name, {})
+            for kind in ("fresh", "out="):
+                for mode in args.modes:
+                    kw: dict[str, object] = {"rng": 1} if mode == "stochastic" else {}
+                    if kind == "out=":
+                        kw["out"] = buf
+
+                    def call(mode=mode, kw=kw, x=x, fmt=fmt):
+                        return lp.round_to(x, fmt, mode, **kw)
+                    fns = [limit_fn[kind]] + [with_threads(t, call) for t in args.threads]
+                    with_ml = ref_dt is not None and kind == "fresh" and mode == "rne"
+                    if with_ml:
+                        fns.append(lambda x=x, dt=ref_dt: x.astype(dt))
+                    got = paired(fns, n, repeats, args.stat)
+                    lim, by_threads = got[0], dict(zip(args.threads, got[1:]))
+                    for threads, r in by_threads.items():
+                        table.setdefault((threads, kind), []).append((r, lim))
+                    if 1 not in by_threads:
+                        continue
+                    r1 = one_thread[mode, kind] = by_threads[1]
+                    one_ratio[mode, kind] = r1 / lim
+                    cell.setdefault(kind + (" sr" if mode == "stochastic" else ""),
+                                    []).append(r1 / lim)
+                    if kind == "fresh":
+                        cell.setdefault("rate", []).append(r1)
+                    if with_ml:
+                        ml = got[-1]
+                        cell.setdefault("ml", []).append(r1 / ml)
+                    for threads, r in by_threads.items():
+                        if threads != 1:
+                            speedup.append(r / r1)
+                            cell.setdefault("threads", []).append(r / r1)
             for threads in args.threads:
                 for kind in ("fresh", "out="):
-                    rates = []
-                    ratios = []
-                    limits = []
-                    for mode in args.modes:
-                        kw = {"rng": 1} if mode == "stochastic" else {}
-                        if kind == "out=":
-                            kw["out"] = buf
-
-                        def call(mode=mode, kw=kw, x=x, fmt=fmt):
-                            return lp.round_to(x, fmt, mode, **kw)
-                        lim, r = paired([limit_fn[kind], with_threads(threads, call)], n,
-                                        repeats, args.stat)
-                        rates.append(r)
-                        ratios.append(r / lim)
-                        limits.append(lim)
-                        cell = summary.setdefault(name, {})
-                        if threads == 1:
-                            one_thread[mode, kind] = r
-                            key = kind + (" sr" if mode == "stochastic" else "")
-                            cell.setdefault(key, []).append(r / lim)
-                            if kind == "fresh":
-                                cell.setdefault("rate", []).append(r)
-                                if ml and mode == "rne":
-                                    cell.setdefault("ml", []).append(r / ml)
-                        elif (mode, kind) in one_thread:
-                            speedup.append(r / one_thread[mode, kind])
-                            cell.setdefault("threads", []).append(r / one_thread[mode, kind])
-                    ratio = min(ratios)
+                    pairs = table[threads, kind]
+                    ratio = min(r / lim for r, lim in pairs)
                     if threads == 1:
                         worst[kind] = min(worst[kind], ratio)
-                    rows.append([name, data, str(threads), kind, f"{max(limits):.0f}",
+                    rows.append([name, data, str(threads), kind,
+                                 f"{max(lim for _, lim in pairs):.0f}",
                                  f"{ml:.0f}" if ml and kind == "fresh" else "-"]
-                                + [f"{r:.0f}" for r in rates] + [f"{ratio:.2f}"])
+                                + [f"{r:.0f}" for r, _ in pairs] + [f"{ratio:.2f}"])
             if cp_exe:
                 data_file = os.path.join(workdir, "x.f32")
                 x.tofile(data_file)
                 cp = [cpfloat_rate(cp_exe, data_file, n, fmt, mode, repeats, args.stat)
                       for mode in args.modes]
-                rows.append([name, data, "1", "cpfloat", "-", "-"]
-                            + [f"{r:.0f}" if r else "-" for r in cp] + ["-"])
-                for mode, r in zip(args.modes, cp):
-                    if r:
-                        # CPFloat writes into an existing array: against out=.
-                        vs_cpfloat.append(one_thread[mode, "out="] / r)
-                        summary[name].setdefault("cpfloat", []).append(
-                            one_thread[mode, "out="] / r)
+                copies = [c[1] for c in cp if c]
+                rows.append([name, data, "1", "cpfloat",
+                             f"{max(copies):.0f}" if copies else "-", "-"]
+                            + [f"{c[0]:.0f}" if c else "-" for c in cp] + ["-"])
+                for mode, c in zip(args.modes, cp):
+                    if c:
+                        # CPFloat writes into an existing array: against out=, each
+                        # over the limit timed with it (np.copyto, memcpy: the same copy).
+                        vs = one_ratio[mode, "out="] / (c[0] / c[1])
+                        vs_cpfloat.append(vs)
+                        summary[name].setdefault("cpfloat", []).append(vs)
         print_table(head, rows[-(len(args.threads) * 2 * len(args.datasets)
                                  + (len(args.datasets) if args.cpfloat else 0)):],
                     first=name == formats[0])
     print(f"\nlimit: numpy astype (fresh rows) or np.copyto (out= rows), its best timing "
-          f"paired with the row's; ml_dt: ml_dtypes astype (rne); worst/limit: the smallest "
-          f"of the row's paired ratios.\n"
+          f"paired with the row's (cpfloat rows: memcpy, in CPFloat's process); ml_dt: "
+          f"ml_dtypes astype (rne); worst/limit: the smallest of the row's paired ratios.\n"
           f"one thread: worst fresh/astype {worst['fresh']:.2f} (target 0.8), worst "
           f"out=/copyto {worst['out=']:.2f} (target 0.6)")
     if speedup:
         print(f"two threads over one: min {min(speedup):.2f}x, median "
               f"{statistics.median(speedup):.2f}x, max {max(speedup):.2f}x (target 1.6x at 10**7)")
     if vs_cpfloat:
-        print(f"lowprec (1 thread, out=) over CPFloat (1 thread, into an existing array): "
+        print(f"lowprec (1 thread, out=) over CPFloat (1 thread, into an existing array), "
+              f"each over its paired copy (np.copyto, memcpy): "
               f"min {min(vs_cpfloat):.2f}x, "
               f"median {statistics.median(vs_cpfloat):.2f}x (target >= 1)")
     print(f"load average at the end: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")

@@ -3,9 +3,11 @@
  *   cpfloat_driver FILE N PRECISION EMIN EMAX INFINITY ROUND REPEATS
  *
  * FILE holds N float32 values (raw, native byte order); PRECISION counts the
- * implicit bit; ROUND is CPFloat's cpfloat_rounding_t. Prints the median time
- * of REPEATS calls in seconds, the first result's bits (a check that it ran), and the
- * best time.
+ * implicit bit; ROUND is CPFloat's cpfloat_rounding_t. Each call alternates with
+ * a memcpy of the same bytes into the same output (the limit, timed in the same
+ * moments). Prints the median time of REPEATS calls in seconds, the first
+ * result's bits (a check that it ran), the best time, and the best and median
+ * times of the memcpy.
  * Built by bench_round.py against CPFloat's header-only sources, one thread.
  */
 #include <stdio.h>
@@ -29,6 +31,7 @@ int main(int argc, char **argv) {
   int repeats = atoi(argv[8]);
   float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
   double *times = malloc((repeats > 0 ? repeats : 1) * sizeof(double));
+  double *copies = malloc((repeats > 0 ? repeats : 1) * sizeof(double));
   FILE *f = fopen(argv[1], "rb");
   if (!f || fread(x, sizeof(float), n, f) != n) {
     fprintf(stderr, "cannot read %zu float32 values from %s\n", n, argv[1]);
@@ -52,16 +55,21 @@ int main(int argc, char **argv) {
     return 3;
   }
   for (int r = 0; r < repeats; r++) {
-    struct timespec t0, t1;
+    struct timespec t0, t1, t2;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    cpfloatf(y, x, n, opts);
+    memcpy(y, x, n * sizeof(float));
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    times[r] = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    cpfloatf(y, x, n, opts);
+    clock_gettime(CLOCK_MONOTONIC, &t2);
+    copies[r] = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+    times[r] = (t2.tv_sec - t1.tv_sec) + 1e-9 * (t2.tv_nsec - t1.tv_nsec);
   }
   qsort(times, repeats, sizeof(double), cmp);
+  qsort(copies, repeats, sizeof(double), cmp);
   unsigned int bits;
   memcpy(&bits, y, sizeof bits);
-  printf("%.9f %08x %.9f\n", times[repeats / 2], bits, times[0]);
+  printf("%.9f %08x %.9f %.9f %.9f\n", times[repeats / 2], bits, times[0], copies[0],
+         copies[repeats / 2]);
   free_optstruct(opts);
   return 0;
 }
