@@ -272,13 +272,12 @@ def main(argv: list[str] | None = None) -> None:
             x = dataset(data, fmt, n, args.seed)
             buf = np.empty_like(x)
             limit_fn: dict[str, Callable[[], object]] = {
-                        "fresh": lambda x=x: x.astype(np.float32),
-                        "out=": lambda x=x, buf=buf: np.copyto(buf, x)}
+                "fresh": lambda x=x: x.astype(np.float32),
+                "out=": lambda x=x, buf=buf: np.copyto(buf, x)}
             # Each mode's timings on every thread count alternate with one another and
             # with the limit (and, for rne into a fresh array, with ml_dtypes), so that
             # a change of load hits all of them alike.
             ml = None
-            one_thread: dict[tuple[str, str], float] = {}
             one_ratio: dict[tuple[str, str], float] = {}  # one thread, over its limit
             table: dict[tuple[int, str], list[tuple[float, float]]] = {}
             cell = summary.setdefault(name, {})
@@ -300,7 +299,7 @@ def main(argv: list[str] | None = None) -> None:
                         table.setdefault((threads, kind), []).append((r, lim))
                     if 1 not in by_threads:
                         continue
-                    r1 = one_thread[mode, kind] = by_threads[1]
+                    r1 = by_threads[1]
                     one_ratio[mode, kind] = r1 / lim
                     cell.setdefault(kind + (" sr" if mode == "stochastic" else ""),
                                     []).append(r1 / lim)
