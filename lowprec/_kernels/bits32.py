@@ -39,7 +39,7 @@ from numba import njit
 
 from .engine import _overflow, convert_one, decode_one
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
-from .sr import G32, SR_BLOCK, sr_keys, sr_word_at
+from .sr import SR_BLOCK, sr_keys, sr_step, sr_word_at
 from .u32 import U, shl, shr
 
 
@@ -330,7 +330,7 @@ def _run(q, xbits, mode, seeds, out, codes):
         os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)  # values: their bits
         z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
         for j in range(hi - lo):
-            z = U(z + G32)
+            z = sr_step(z)
             w = sr_word_at(z, k1) if stoch else np.uint64(0)
             code, bits, nan_bad = _one(Q, xs[j], mode, w)
             os_[j] = code if codes else np.int32(bits)

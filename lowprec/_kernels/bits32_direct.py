@@ -60,7 +60,7 @@ from numba import njit
 from . import bits32
 from .bits32 import _code_bits, special_codes
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
-from .sr import G32, SR_BLOCK, sr_hi, sr_keys, sr_lo
+from .sr import SR_BLOCK, sr_hi, sr_keys, sr_lo, sr_step
 from .u32 import U, shl, shr
 
 __all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "PLAIN_KERNELS", "fpu_rounds_to_nearest",
@@ -420,7 +420,7 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
         unsure = U(0)
         for i in range(hi - lo):
             b = U(xs[i])
-            z = U(z + G32)
+            z = sr_step(z)
             wh = sr_hi(z, k1) if stoch else U(0)
             bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
             os_[i] = code if codes else np.int32(b if maybe != U(0) else bits)
@@ -430,7 +430,7 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
             z, k1 = sr_keys(seed)
             for i in range(hi - lo):
                 b = U(xs[i])
-                z = U(z + G32)
+                z = sr_step(z)
                 wh = sr_hi(z, k1)
                 bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
                 if maybe != U(0):

@@ -22,8 +22,7 @@ from .params import (
     RUP,
     STOCHASTIC,
 )
-from .sr import G32, SR_BLOCK, sr_keys, sr_word, sr_word_at
-from .u32 import U
+from .sr import SR_BLOCK, sr_keys, sr_step, sr_word, sr_word_at
 
 _kernel = njit(cache=True, nogil=True)
 
@@ -231,7 +230,7 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
                 z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z = U(z + G32)
+                    z = sr_step(z)
                     w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_full_one(P, b, mode, w)
                     count += generic
@@ -240,7 +239,7 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
                 z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z = U(z + G32)
+                    z = sr_step(z)
                     w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
                     count += generic
@@ -252,7 +251,7 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
                 z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z = U(z + G32)
+                    z = sr_step(z)
                     w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_full_one(P, b, mode, w)
                     count += generic
@@ -261,7 +260,7 @@ def _vec32_run(P, xbits, mode, seeds, out_bits, codes, want_codes, todo):
                 z, k1 = sr_keys(seed)  # word j is sr_word(seed, j): z steps by G32
                 for j in range(hi - lo):
                     b = np.int64(xs[j])
-                    z = U(z + G32)
+                    z = sr_step(z)
                     w = sr_word_at(z, k1) if stoch else np.uint64(0)
                     bits, code, generic = _vec32_one(P, b, mode, w, emin_b, sub_shift, stoch)
                     count += generic

@@ -41,7 +41,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .u32 import U, mul, shr
+from .u32 import U, add, mul, shr
 
 _jit = njit(cache=True, nogil=True)
 _kernel = njit(cache=True, nogil=True)
@@ -65,9 +65,18 @@ def mix32(x):
 @njit(cache=True, nogil=True, inline="always")
 def sr_keys(seed):
     """(k0, k1): a block seed's low and high halves. A loop over a block keeps
-    ``z = k0``, then per element ``z = U(z + G32)`` and ``hi = sr_hi(z, k1)``."""
+    ``z = k0``, then per element ``z = sr_step(z)`` and ``hi = sr_hi(z, k1)``."""
     seed = np.uint64(seed)
     return U(seed & _LO32), U(seed >> np.uint64(32))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sr_step(z):
+    """The next element's Weyl state, ``z + G32`` (mod 2**32). A 32-bit add
+    outright (:func:`.u32.add`): as ``U(z + G32)``, numba's 64-bit sum, the
+    counter a loop carries stays in 64-bit lanes, which cost the generator a
+    third of its speed."""
+    return add(z, G32)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -102,7 +111,7 @@ def sr_fill(seed, words, n):
     k0, k1 = sr_keys(seed)
     z = k0
     for j in range(n):
-        z = U(z + G32)
+        z = sr_step(z)
         words[j] = sr_word_at(z, k1)
 
 

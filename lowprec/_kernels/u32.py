@@ -1,4 +1,4 @@
-"""32-bit integer lanes for numba kernels: :data:`U`, :func:`shl`, :func:`shr`, :func:`mul`.
+"""32-bit integer lanes for numba kernels: :data:`U`, :func:`shl`, :func:`shr`, :func:`mul`, :func:`add`.
 
 numba widens every integer operation to 64 bits (``uint32 + uint32`` is a
 ``uint64``), so a loop over float32 bits would run in 64-bit SIMD lanes: half
@@ -25,7 +25,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["U", "mul", "shl", "shr"]
+__all__ = ["U", "add", "mul", "shl", "shr"]
 
 #: The 32-bit lane type: ``U(expr)`` truncates a (widened) result back to 32 bits.
 U = np.uint32
@@ -61,5 +61,19 @@ def mul(typingctx, x, y):
 
     def codegen(context, builder, signature, args):
         return builder.mul(args[0], args[1])
+
+    return sig, codegen
+
+
+@intrinsic
+def add(typingctx, x, y):
+    """``x + y`` in 32 bits, wrapping (uint32). Where LLVM narrows ``U(x + y)``
+    by itself, this is the same instruction; it matters for a value carried
+    from one iteration to the next (a counter), which LLVM would otherwise
+    keep in 64-bit lanes and truncate at every use."""
+    sig = types.uint32(types.uint32, types.uint32)
+
+    def codegen(context, builder, signature, args):
+        return builder.add(args[0], args[1])
 
     return sig, codegen
