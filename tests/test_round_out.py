@@ -84,6 +84,35 @@ def test_out_may_be_the_input_itself():
     np.testing.assert_array_equal(y[1:], shifted_want)
 
 
+@pytest.mark.parametrize("threads", ["1", "2"])
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "bf16", "fp4_e2m1", "e8m0"])
+def test_in_place_pieces_equal_a_separate_output(monkeypatch, fmt, threads):
+    # In place, a kernel rounds a piece at a time into scratch (its loop would
+    # not vectorise with the same array in and out): pieces of 2 blocks here,
+    # so a small array has many, a short last one, and (on 2 threads) pieces
+    # that start inside a thread's share.
+    monkeypatch.setattr(convert, "IN_PLACE_PIECE", 2 * SR_BLOCK)
+    monkeypatch.setattr(_runtime, "_SPLIT_MIN", 3 * SR_BLOCK)
+    monkeypatch.setenv("LOWPREC_NUM_THREADS", threads)
+    x = _data(11 * SR_BLOCK + 77)
+    x = np.abs(x) if fmt == "e8m0" else x
+    for mode in lp.MODES:
+        kw = {"rng": 5} if mode == "stochastic" else {}
+        want = lp.round_to(x, fmt, mode, **kw)
+        y = x.copy()
+        assert lp.round_to(y, fmt, mode, out=y, **kw) is y
+        np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32),
+                                      err_msg=f"{fmt} {mode}")
+
+
+def test_in_place_nan_error_names_its_element(monkeypatch):
+    monkeypatch.setattr(convert, "IN_PLACE_PIECE", 2 * SR_BLOCK)
+    y = _data(7 * SR_BLOCK)
+    y[5 * SR_BLOCK + 3] = np.nan  # in the third piece
+    with pytest.raises(ValueError, match=f"element {5 * SR_BLOCK + 3} is NaN"):
+        lp.round_to(y, "fp4_e2m1", out=y)
+
+
 def test_out_must_match():
     x = np.ones(4, np.float32)
     with pytest.raises(ValueError, match=r"round_to needs shape \(4,\) and dtype float32"):
