@@ -25,7 +25,7 @@ import pytest
 from numba import njit
 
 import lowprec as lp
-from lowprec._kernels import bits32, bits32_direct, convert, pow2
+from lowprec._kernels import bits32, bits32_direct, convert, memory, pow2
 from lowprec._kernels.params import MODE_INT, RNE
 from lowprec._kernels.sr import SR_BLOCK
 from lowprec.formats import custom_format
@@ -426,3 +426,39 @@ def test_stochastic_redo_of_unsure_elements_in_a_full_block(name):
     # and element 0 of the blocks went both ways
     ups = np.abs(want[::SR_BLOCK]) > np.abs(xs[::SR_BLOCK])
     assert ups.any() and not ups.all()
+    # The same blocks repeated past memory.FAR elements, where the loop walks
+    # each block in pieces that ask for memory ahead: the redo still finds them.
+    reps = -(-memory.FAR // xs.size) + 1
+    big, big_seeds = np.tile(xs, reps), np.tile(seeds, reps)
+    codes = np.empty(big.size, f.code_dtype)
+    kc(qc, big, big_seeds, codes)
+    np.testing.assert_array_equal(codes, np.tile(ref, reps))
+    vals = np.empty_like(big)
+    kv(qv, big, big_seeds, vals)
+    np.testing.assert_array_equal(vals.view(np.int32), np.tile(want, reps).view(np.int32))
+
+
+@pytest.mark.parametrize("f", DIRECT_FORMATS + POW2_FORMATS[:1], ids=lambda f: f.name)
+def test_far_arrays_equal_the_same_in_small_calls(f):
+    # From memory.FAR elements on, the kernels' loop takes pieces that prefetch
+    # (the other tests here mostly run smaller arrays): every mode, codes and
+    # values, equal to the same kernel called on slices below FAR (a whole
+    # number of stochastic blocks each, with their seeds).
+    xb, _ = _kernel_inputs(f, 10)
+    n = memory.FAR + 3 * SR_BLOCK + 5
+    big = np.tile(xb, -(-n // xb.size))[:n].view(np.float32)
+    seeds = np.random.default_rng(11).integers(0, 2**64, -(-n // SR_BLOCK), dtype=np.uint64)
+    step = 16 * SR_BLOCK
+    assert step < memory.FAR
+    for mode in MODE_INT.values():
+        s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
+        for codes in (True, False):
+            kernel, q = convert.kernel_for(f, mode, False, False, codes)
+            dtype = f.code_dtype if codes else np.float32
+            whole, parts = np.empty(n, dtype), np.empty(n, dtype)
+            kernel(q, big, s, whole)
+            for lo in range(0, n, step):
+                kernel(q, big[lo:lo + step], s[lo // SR_BLOCK:] if s.size else s,
+                       parts[lo:lo + step])
+            np.testing.assert_array_equal(whole.view(np.uint8), parts.view(np.uint8),
+                                          err_msg=f"{f.name} mode {mode} codes={codes}")

@@ -59,6 +59,7 @@ from numba import njit
 
 from . import bits32
 from .bits32 import _code_bits, special_codes
+from .memory import AHEAD, FAR, PIECE, ahead
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_hi, sr_keys, sr_lo, sr_step
 from .u32 import U, shl, shr
@@ -406,27 +407,39 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
     loop redoes those elements with the whole word: it reads the input again,
     which is still there when ``out`` is the input itself (the other elements'
     rounded values are never unsure again: they drop no bits).
+
+    Arrays of at least ``memory.FAR`` elements are walked in pieces of
+    ``memory.PIECE``, each asking for the memory ``memory.AHEAD`` elements on
+    (:mod:`.memory`): a loop this long outruns the processor's own prefetchers.
     """
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
-    step = SR_BLOCK if stoch else max(n, 1)  # a block per stochastic seed
+    far = n >= FAR  # from main memory: pieces that ask for memory AHEAD of them
+    step = SR_BLOCK if stoch or far else max(n, 1)  # a block per stochastic seed
+    piece = PIECE if far else step
     amax = U(0)
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         seed = seeds[lo // SR_BLOCK] if stoch else np.uint64(0)
-        xs = xbits[lo:hi]
-        os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)  # values: their bits
         z, k1 = sr_keys(seed)  # word i is sr_word(seed, i): the Weyl state z steps by G32
         unsure = U(0)
-        for i in range(hi - lo):
-            b = U(xs[i])
-            z = sr_step(z)
-            wh = sr_hi(z, k1) if stoch else U(0)
-            bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
-            os_[i] = code if codes else np.int32(b if maybe != U(0) else bits)
-            unsure = U(unsure | maybe)
-            amax = max(amax, U(b & U(0x7FFFFFFF)))
+        for plo in range(lo, hi, piece):
+            phi = min(plo + piece, hi)
+            if far:
+                ahead(xbits, out, plo + AHEAD, phi + AHEAD)
+            xs = xbits[plo:phi]
+            os_ = out[plo:phi] if codes else out[plo:phi].view(np.int32)  # values: their bits
+            for i in range(phi - plo):
+                b = U(xs[i])
+                z = sr_step(z)
+                wh = sr_hi(z, k1) if stoch else U(0)
+                bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
+                os_[i] = code if codes else np.int32(b if maybe != U(0) else bits)
+                unsure = U(unsure | maybe)
+                amax = max(amax, U(b & U(0x7FFFFFFF)))
         if stoch and unsure != U(0):
+            xs = xbits[lo:hi]
+            os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)
             z, k1 = sr_keys(seed)
             for i in range(hi - lo):
                 b = U(xs[i])
