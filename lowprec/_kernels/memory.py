@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
 __all__ = ["AHEAD", "FAR", "PIECE", "ahead"]
@@ -55,7 +54,8 @@ def _prefetch(write: int) -> object:
             i8p = ir.IntType(8).as_pointer()
             i32 = ir.IntType(32)
             fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+            # llvm.prefetch.p0 (opaque pointers) or .p0i8 (older LLVMs)
+            fn = builder.module.declare_intrinsic("llvm.prefetch", [i8p], fnty)
             builder.call(fn, [builder.bitcast(ptr, i8p), ir.Constant(i32, write),
                               ir.Constant(i32, 3), ir.Constant(i32, 1)])
             return context.get_dummy_value()
