@@ -17,8 +17,11 @@ directly, in about half the instructions:
     field, which is exactly the next binade's first value, so no case is needed.
 
 That holds while the lowest kept bit is a fraction bit (sh <= 22, inputs of at
-least twice the smallest subnormal q). Below, the result is 0, q or 2q, and
-each deterministic mode's choice is two comparisons with constants.
+least twice the smallest subnormal q), and in rtz, rna, rup and rdown, which
+never look at the last kept bit, at the implicit bit too (sh = 23, inputs in
+[q, 2q): a carry steps the exponent field to 2q). Below, the result is 0, q or
+2q (0 or q in those four), and each deterministic mode's choice is a comparison
+or two with constants.
 Stochastic rounding has one rule for every input, tiny ones included: its
 64-bit word against the dropped part of |x| in units of the quantum, exactly
 as :mod:`.bits32` compares them. Overflow, infinity, NaN and flush-to-zero
@@ -72,6 +75,11 @@ DIRECT_MODES = (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC)
 
 _INF = 0x7F800000
 _QNAN = 0x7FC00000  # numpy's float32 NaN
+#: The modes whose rounding of the magnitude bits is also right at bit 23, the
+#: implicit bit of [q, 2q): a carry steps the exponent field to 2q, and none
+#: needs the last kept bit (nearest-even and odd do: it is an exponent bit
+#: there). Their tiny inputs are those below q, which round to 0 or q.
+_AT_BIT_23 = (RTZ, RNA, RUP, RDOWN)
 
 
 class DirectParams(NamedTuple):
@@ -79,7 +87,8 @@ class DirectParams(NamedTuple):
 
     mantissa_bits: int  # m
     emin_biased: int  # emin + 127: the first float32 exponent field of the normal range
-    exp_lo: int  # the smallest exponent field whose shift is at most 22 (lower: tiny)
+    exp_lo: int  # the smallest exponent field whose shift is at most 22, or 23 in the modes
+    #              of _AT_BIT_23 (lower: tiny)
     sh_top: int  # 23 - m + emin_biased: the shift is sh_top minus the clamped exponent field
     q_bits: int  # the smallest subnormal q, and its multiples below
     half_q_bits: int  # q / 2
@@ -166,7 +175,7 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParam
     return DirectParams(
         mantissa_bits=m,
         emin_biased=emin_b,
-        exp_lo=max(emin_b - m + 1, 1),
+        exp_lo=max(emin_b - m + (0 if mode in _AT_BIT_23 else 1), 1),
         sh_top=23 - m + emin_b,
         q_bits=_f32_bits(q),
         half_q_bits=_f32_bits(q / 2),
@@ -221,7 +230,8 @@ def _unpack(q):
 
 @njit(cache=True, nogil=True, inline="always")
 def _round_bits(a, s, sh, mode, wh):
-    """The magnitude bits ``a`` rounded at bit ``sh`` (1 <= sh <= 22) in ``mode``
+    """The magnitude bits ``a`` rounded at bit ``sh`` (1 <= sh <= 22; 23 too in
+    the modes of :data:`_AT_BIT_23`) in ``mode``
     (a compile-time constant); ``s``: 1 for a negative input; ``wh``: the top
     half of the stochastic-rounding word (its other bits cannot matter here)."""
     if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
@@ -292,22 +302,21 @@ def _round_stochastic(a, F, wh, wl, exact):
 
 @njit(cache=True, nogil=True, inline="always")
 def _round_tiny(a, s, F, mode):
-    """The rounded magnitude of a tiny input (``a`` below 2q) in the
-    deterministic modes: 0, q or 2q."""
+    """The rounded magnitude of a tiny input in the deterministic modes: ``a``
+    below 2q in rne and odd (0, q or 2q), below q in the modes of
+    :data:`_AT_BIT_23` (0 or q)."""
     q = F.q_bits
     if mode == RNE:  # a tie below q goes to 0 (even); a tie above it to 2q (q is odd)
         t = q if a > F.half_q_bits else U(0)
         return F.two_q_bits if a >= F.one_half_q_bits else t
-    if mode == RNA:
-        t = q if a >= F.half_q_bits else U(0)
-        return F.two_q_bits if a >= F.one_half_q_bits else t
-    if mode == RTZ:
-        return q if a >= q else U(0)
     if mode == ODD:  # q is odd: anything inexact below 2q lands there
         return q if a != U(0) else U(0)
+    if mode == RNA:
+        return q if a >= F.half_q_bits else U(0)
+    if mode == RTZ:
+        return U(0)
     away = (s == U(0)) if mode == RUP else (s != U(0))  # rounding away from zero
-    t = q if a > (U(0) if away else U(q - U(1))) else U(0)
-    return F.two_q_bits if (a > q) & away else t
+    return q if (a != U(0)) & away else U(0)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -352,7 +361,8 @@ def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
     else:
         sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
         r = _round_bits(a, s, sh, mode, wh)
-        r = _round_tiny(a, s, F, mode) if a < F.two_q_bits else r
+        tiny = a < (F.two_q_bits if (mode == RNE) or (mode == ODD) else F.q_bits)
+        r = _round_tiny(a, s, F, mode) if tiny else r
     r = U(0) if r < F.ftz_bits else r
     special = r > F.max_bits
     is_inf = a == U(_INF)
