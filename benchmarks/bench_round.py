@@ -179,8 +179,8 @@ def ceilings(x: np.ndarray, repeats: int, stat: str = "min") -> dict[str, float]
 
 def ceilings_text(c: dict[str, float], n: int) -> str:
     return (f"The machine, in the same run ({n:,} float32): allocating a fresh array and "
-            f"filling it (`np.empty` + `fill`) takes {c['fill']:.2f} of `astype`'s time, so the "
-            f"page faults of a fresh result are most of `astype`; a plain compiled copy runs "
+            f"filling it (`np.empty` + `fill`) takes {c['fill']:.2f} of `astype`'s time (the "
+            f"page faults any fresh result pays); a plain compiled copy runs "
             f"{c['copy2_out']:.2f}x faster on two threads than on one into an existing array "
             f"and {c['copy2_fresh']:.2f}x into a fresh one.")
 

@@ -361,8 +361,8 @@ def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
     else:
         sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
         r = _round_bits(a, s, sh, mode, wh)
-        tiny = a < (F.two_q_bits if (mode == RNE) or (mode == ODD) else F.q_bits)
-        r = _round_tiny(a, s, F, mode) if tiny else r
+        # tiny: below exp_lo's binade (2q, or q in the modes of _AT_BIT_23)
+        r = _round_tiny(a, s, F, mode) if a < shl(F.exp_lo, U(23)) else r
     r = U(0) if r < F.ftz_bits else r
     special = r > F.max_bits
     is_inf = a == U(_INF)
@@ -395,13 +395,13 @@ def _plain_one(F, b, mode, wh, wl, full, fp, exact=False):
     infinity rounds to itself; a NaN becomes numpy's NaN. No select but the
     NaN's, so the loop is about half as long."""
     a = U(b & U(0x7FFFFFFF))
+    s = shr(b, U(31))
     sh = U(U(23) - F.mantissa_bits)
-    r = _round_bits(a, shr(b, U(31)), sh, mode, wh)
+    r = _round_bits(a, s, sh, mode, wh)
     is_nan = a > U(_INF)
     bits = U(r | U(b ^ a))
     code = shr(bits, sh)
-    neg = U(U(0) - shr(b, U(31)))
-    code = U(F.nan_code_pos ^ U(neg & F.nan_code_flip)) if is_nan else code
+    code = U(F.nan_code_pos ^ U(U(U(0) - s) & F.nan_code_flip)) if is_nan else code
     return (U(_QNAN) if is_nan else bits), code, U(0)
 
 

@@ -21,6 +21,8 @@ Shift amounts must be below 32 (as in C).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import types
 from numba.extending import intrinsic
@@ -31,49 +33,28 @@ __all__ = ["U", "add", "mul", "shl", "shr"]
 U = np.uint32
 
 
-@intrinsic
-def shl(typingctx, x, n):
-    """``x << n`` in 32 bits (uint32; ``n`` < 32)."""
-    sig = types.uint32(types.uint32, types.uint32)
+def _lanes(instruction: str, doc: str) -> Any:
+    """A numba intrinsic ``f(x, y)``: LLVM's ``instruction`` on two uint32
+    values, in 32 bits outright."""
 
-    def codegen(context, builder, signature, args):
-        return builder.shl(args[0], args[1])
+    @intrinsic
+    def op(typingctx, x, y):
+        sig = types.uint32(types.uint32, types.uint32)
 
-    return sig, codegen
+        def codegen(context, builder, signature, args):
+            return getattr(builder, instruction)(args[0], args[1])
 
+        return sig, codegen
 
-@intrinsic
-def shr(typingctx, x, n):
-    """``x >> n`` in 32 bits, logical (uint32; ``n`` < 32)."""
-    sig = types.uint32(types.uint32, types.uint32)
-
-    def codegen(context, builder, signature, args):
-        return builder.lshr(args[0], args[1])
-
-    return sig, codegen
+    op.__doc__ = doc
+    return op
 
 
-@intrinsic
-def mul(typingctx, x, y):
-    """``x * y`` in 32 bits, wrapping (uint32): numba would multiply in 64 bits,
-    and AVX2 has no 64-bit vector multiply (LLVM builds one of three 32-bit ones)."""
-    sig = types.uint32(types.uint32, types.uint32)
-
-    def codegen(context, builder, signature, args):
-        return builder.mul(args[0], args[1])
-
-    return sig, codegen
-
-
-@intrinsic
-def add(typingctx, x, y):
-    """``x + y`` in 32 bits, wrapping (uint32). Where LLVM narrows ``U(x + y)``
-    by itself, this is the same instruction; it matters for a value carried
-    from one iteration to the next (a counter), which LLVM would otherwise
-    keep in 64-bit lanes and truncate at every use."""
-    sig = types.uint32(types.uint32, types.uint32)
-
-    def codegen(context, builder, signature, args):
-        return builder.add(args[0], args[1])
-
-    return sig, codegen
+shl = _lanes("shl", "``x << n`` in 32 bits (uint32; ``n`` < 32).")
+shr = _lanes("lshr", "``x >> n`` in 32 bits, logical (uint32; ``n`` < 32).")
+mul = _lanes("mul", """``x * y`` in 32 bits, wrapping (uint32): numba would multiply in 64 bits,
+and AVX2 has no 64-bit vector multiply (LLVM builds one of three 32-bit ones).""")
+add = _lanes("add", """``x + y`` in 32 bits, wrapping (uint32). Where LLVM narrows ``U(x + y)``
+by itself, this is the same instruction; it matters for a value carried from one
+iteration to the next (a counter), which LLVM would otherwise keep in 64-bit lanes
+and truncate at every use.""")
