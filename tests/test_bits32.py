@@ -25,7 +25,7 @@ import pytest
 from numba import njit
 
 import lowprec as lp
-from lowprec._kernels import bits32, bits32_direct, convert, memory, pow2
+from lowprec._kernels import bits32, bits32_direct, convert, memory, pow2, u32
 from lowprec._kernels.params import MODE_INT, RNE
 from lowprec._kernels.sr import SR_BLOCK
 from lowprec.formats import custom_format
@@ -462,3 +462,19 @@ def test_far_arrays_equal_the_same_in_small_calls(f):
                        parts[lo:lo + step])
             np.testing.assert_array_equal(whole.view(np.uint8), parts.view(np.uint8),
                                           err_msg=f"{f.name} mode {mode} codes={codes}")
+
+
+def test_rounding_kernels_ask_for_wide_vectors():
+    # The loop marks the kernel it is inlined into with LLVM's prefer-vector-width
+    # of 512 (u32.wide_vectors): a speed hint only, on processors with AVX-512.
+    # Compiled afresh here (the shared kernels may come from numba's disk cache,
+    # whose code cannot be inspected).
+    for module, name in ((bits32_direct, "fp8_e4m3"), (pow2, "e8m0")):
+        f = lp.get_format(name)
+        k = njit(module.kernel(f, RNE, False).py_func)
+        x = np.linspace(-3, 3, 100, dtype=np.float32)
+        out = np.empty_like(x)
+        k(module.params_array(f, RNE, False, False), x, NO_SEEDS, out)
+        np.testing.assert_array_equal(out, lp.round_to(x, f))
+        llvm = "".join(k.inspect_llvm().values())
+        assert u32.WIDE in llvm, name

@@ -65,7 +65,7 @@ from .bits32 import _code_bits, special_codes
 from .memory import AHEAD, FAR, PIECE, ahead
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_hi, sr_keys, sr_lo, sr_step
-from .u32 import U, shl, shr
+from .u32 import U, shl, shr, wide_vectors
 
 __all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "PLAIN_KERNELS", "fpu_rounds_to_nearest",
            "full_range", "kernel", "params_array", "plain", "rne_by_addition", "supports"]
@@ -422,6 +422,7 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
     ``memory.PIECE``, each asking for the memory ``memory.AHEAD`` elements on
     (:mod:`.memory`): a loop this long outruns the processor's own prefetchers.
     """
+    wide_vectors()  # (the loop is inlined: this marks the kernel that runs it)
     stoch = mode == STOCHASTIC
     n = xbits.shape[0]
     far = n >= FAR  # from main memory: pieces that ask for memory AHEAD of them

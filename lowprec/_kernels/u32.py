@@ -1,4 +1,4 @@
-"""32-bit integer lanes for numba kernels: :data:`U`, :func:`shl`, :func:`shr`, :func:`mul`, :func:`add`.
+"""32-bit integer lanes for numba kernels (:data:`U`, :func:`shl`, :func:`shr`, :func:`mul`, :func:`add`), and wide ones (:func:`wide_vectors`).
 
 numba widens every integer operation to 64 bits (``uint32 + uint32`` is a
 ``uint64``), so a loop over float32 bits would run in 64-bit SIMD lanes: half
@@ -27,7 +27,7 @@ import numpy as np
 from numba import types
 from numba.extending import intrinsic
 
-__all__ = ["U", "add", "mul", "shl", "shr"]
+__all__ = ["U", "WIDE", "add", "mul", "shl", "shr", "wide_vectors"]
 
 #: The 32-bit lane type: ``U(expr)`` truncates a (widened) result back to 32 bits.
 U = np.uint32
@@ -58,3 +58,33 @@ add = _lanes("add", """``x + y`` in 32 bits, wrapping (uint32). Where LLVM narro
 by itself, this is the same instruction; it matters for a value carried from one
 iteration to the next (a counter), which LLVM would otherwise keep in 64-bit lanes
 and truncate at every use.""")
+
+
+#: The LLVM function attribute :func:`wide_vectors` sets.
+WIDE = '"prefer-vector-width"="512"'
+
+
+@intrinsic
+def wide_vectors(typingctx):
+    """``wide_vectors()``, first in a kernel: let LLVM vectorise the kernel's
+    loops in the processor's widest registers.
+
+    LLVM vectorises in 256-bit registers by default on Intel's AVX-512
+    processors ("prefer-256-bit", against the clock slow-down that 512-bit
+    instructions cost the first of them). The rounding loops are long runs of
+    32-bit integer operations, and on an Intel Xeon with AVX-512 (KVM model
+    167) 512-bit lanes ran them 1.2-1.35x faster in cache and up to 1.25x
+    from main memory (fp8 E4M3 rup at 10**7 values, ``out=``: 0.68x
+    ``np.copyto`` -> 0.82x). Elsewhere the attribute changes nothing: a
+    processor without AVX-512 has no wider registers. It changes no result.
+
+    llvmlite accepts only LLVM's keyword attributes through its API, so the
+    string attribute goes into the function's attribute set directly.
+    """
+    sig = types.void()
+
+    def codegen(context, builder, signature, args):
+        set.add(builder.function.attributes, WIDE)
+        return context.get_dummy_value()
+
+    return sig, codegen
