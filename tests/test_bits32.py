@@ -340,7 +340,7 @@ def test_seed_for_first_word_inverts_the_generator():
 
 def _threshold_cases(f: lp.FloatFormat) -> list[tuple[float, int]]:
     """(x, w) pairs with w next to x's threshold V: x below q (down to float32's
-    smallest subnormal), between q and 2q, and in the normal range."""
+    smallest subnormal), between q and 2q, and in the normal range; and zeros."""
     from fractions import Fraction
     rng = np.random.default_rng(11)
     q = Fraction(2) ** (f.emin - f.mantissa_bits)
@@ -362,6 +362,8 @@ def _threshold_cases(f: lp.FloatFormat) -> list[tuple[float, int]]:
         for w in {lo - 1, lo, hi, hi + 1}:
             if 0 <= w <= _M64:
                 cases += [(float(x), w), (-float(x), w)]
+    # zero never rounds up, not even with the smallest words (V = 0)
+    cases += [(z, w) for z in (0.0, -0.0) for w in (0, 1, _M32, 1 << 32)]
     return cases
 
 

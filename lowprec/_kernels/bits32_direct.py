@@ -24,7 +24,9 @@ never look at the last kept bit, at the implicit bit too (sh = 23, inputs in
 or two with constants.
 Stochastic rounding has one rule for every input, tiny ones included: its
 64-bit word against the dropped part of |x| in units of the quantum, exactly
-as :mod:`.bits32` compares them. Overflow, infinity, NaN and flush-to-zero
+as :mod:`.bits32` compares them. From q up that is the bit arithmetic again,
+with the word's top bits added below the quantum (:func:`_round_stochastic`),
+and below q one float32 product by 2**32 / q gives the threshold. Overflow, infinity, NaN and flush-to-zero
 are selects; nothing leaves the loop. The codes follow from
 the rounded bits: a shift in the normal range, a product by 1/q below it.
 bf16 and tf32, rounded without saturation or flushing, need none of those
@@ -79,7 +81,7 @@ _QNAN = 0x7FC00000  # numpy's float32 NaN
 #: implicit bit of [q, 2q): a carry steps the exponent field to 2q, and none
 #: needs the last kept bit (nearest-even and odd do: it is an exponent bit
 #: there). Their tiny inputs are those below q, which round to 0 or q.
-_AT_BIT_23 = (RTZ, RNA, RUP, RDOWN)
+_AT_BIT_23 = (RTZ, RNA, RUP, RDOWN, STOCHASTIC)
 
 
 class DirectParams(NamedTuple):
@@ -123,6 +125,8 @@ class DirectParams(NamedTuple):
     quarter_bits: int  # cannot fold the sums)
     one_up_bits: int
     tiny_bits: int
+    scale_lo_bits: int  # 2**32 / q as the product of these two float32 powers of two (the first
+    scale_hi_bits: int  # at most 2**127): |x| * 2**32 / q, exact, is a tiny input's threshold
 
 
 def supports(fmt: Any) -> bool:
@@ -209,6 +213,8 @@ def kernel_params(fmt: Any, mode: int, saturate: bool, ftz: bool) -> DirectParam
         quarter_bits=_f32_bits(2.0 ** -25),
         one_up_bits=_f32_bits(1 + 2.0 ** -23),
         tiny_bits=1,
+        scale_lo_bits=_f32_bits(2.0 ** min(32 - fmt.emin + m, 127)),
+        scale_hi_bits=_f32_bits(2.0 ** max(32 - fmt.emin + m - 127, 0)),
     )
 
 
@@ -225,7 +231,7 @@ def _unpack(q):
                         U(q[14]), U(q[15]), U(q[16]), U(q[17]), U(q[18]), U(q[19]),
                         U(q[20]), U(q[21]), U(q[22]), U(q[23]), U(q[24]), U(q[25]),
                         U(q[26]), U(q[27]), U(q[28]), U(q[29]), U(q[30]), U(q[31]),
-                        U(q[32]), U(q[33]), U(q[34]), U(q[35]))
+                        U(q[32]), U(q[33]), U(q[34]), U(q[35]), U(q[36]), U(q[37]))
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -234,10 +240,8 @@ def _round_bits(a, s, sh, mode, wh):
     the modes of :data:`_AT_BIT_23`) in ``mode``
     (a compile-time constant); ``s``: 1 for a negative input; ``wh``: the top
     half of the stochastic-rounding word (its other bits cannot matter here)."""
-    if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
-        mask = U(shl(U(1), sh) - U(1))
-        up = shr(wh, U(U(32) - sh)) < U(a & mask)
-        return U(U(a & U(~mask)) + shl(U(up), sh))
+    if mode == STOCHASTIC:  # + R, R uniform below the quantum (:func:`_round_stochastic`)
+        return shl(shr(U(a + shr(U(~wh), U(U(32) - sh))), sh), sh)
     if mode == RTZ:
         return shl(shr(a, sh), sh)
     if mode == RNA:  # + half a quantum
@@ -263,41 +267,47 @@ def _round_stochastic(a, F, wh, wl, exact):
     That is the rule of :mod:`.bits32` and ``round_pack``: below q, |x| goes up
     to q with probability |x| / q (as a multiple of 2**-64, rounded up).
 
-    With s the number of dropped bits of x's 24-bit significand (s <= 22 in
-    the format's range, 23 in [q, 2q), more below) and D their value,
-    V = D * 2**(64 - s), and as D is an integer, ``w < V`` iff
-    ``floor(w / 2**(64 - s)) < D``: the word's top s bits against D.
+    From q up, x drops s <= 23 bits of its 24-bit significand (s = 23 in
+    [q, 2q)), whose value D decides: as D is an integer, ``w < V`` iff
+    ``T < D``, T the word's top s bits, iff ``D + (2**s - 1 - T)`` carries
+    into the kept bits. ``2**s - 1 - T`` is the top s bits of ``~wh``, so the
+    rounding is |x| plus those bits, cut at bit s (:func:`_round_bits`): a
+    carry steps the kept bits, or the exponent field, as in rup. ``wl``
+    cannot matter.
 
-    * s <= 32: the top s bits are ``wh >> (32 - s)``; ``wl`` cannot matter.
-    * s > 32: they lie in [wh, wh + 1) * 2**v, v = s - 32, so they are below D
-      if ``wh < D >> v``, and not if ``wh > D >> v``, or if ``wh == D >> v``
-      and D's low v bits are 0. Else (``unsure``: for a random word, once in
-      2**32 such inputs) ``wl`` decides.
-
-    The kernels' loops make only ``wh`` and redo the unsure elements with the
-    whole word (``exact``, compile-time: the 64-bit comparison, with D's
-    bits beyond the word's 64 rounded up as :mod:`.bits32` does).
+    Below q, x goes up to q iff ``w < ceil(|x| / q * 2**64)``. ``f = |x| *
+    2**32 / q`` is exact in float32 (a product by a power of two, below 2**32),
+    so with ``T = floor(f)``: up if ``wh < T``, and not if ``wh > T``. If
+    ``wh == T`` (``unsure``: once in 2**32 tiny inputs for a random word)
+    ``wl`` decides; a zero input never goes up. The loops redo unsure
+    elements with the whole word (``exact``, compile-time: the 64-bit
+    comparison, with the bits of V beyond the word's 64 rounded up as
+    :mod:`.bits32` does, in integers alone). Taking every ``wh == T`` as
+    unsure, fractional f or not, keeps the rule exact whatever the processor
+    does with float32 subnormal inputs (a denormals-are-zero mode reads them
+    as 0: T = 0, and the redo decides).
     """
-    x_exp = shr(a, U(23))
-    s = U(F.sh_top - min(max(x_exp, U(1)), F.emin_biased))
-    mask = U(shl(U(1), min(s, U(31))) - U(1))
-    x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
-    dropped = U(x_sig & mask)
-    if exact:  # w < ceil(V) = ceil(D / 2**t) << k, t = s - 64 or k = 64 - s (> 0)
-        w = (np.uint64(wh) << np.uint64(32)) | np.uint64(wl)
+    if exact:
+        x_exp = shr(a, U(23))
+        s = U(F.sh_top - min(max(x_exp, U(1)), F.emin_biased))  # bits dropped of 24
+        mask = U(shl(U(1), min(s, U(31))) - U(1))
+        x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
+        dropped = U(x_sig & mask)  # D; w < ceil(V) = ceil(D / 2**t) << k, t = s - 64
+        w = (np.uint64(wh) << np.uint64(32)) | np.uint64(wl)  # or k = 64 - s (> 0)
         t = min(U(max(s, U(64)) - U(64)), U(31))
         ceil = shr(U(dropped + U(shl(U(1), t) - U(1))), t)  # (the sum < 2**24 + 2**31)
         up = w < np.uint64(ceil) << np.uint64(U(U(64) - min(s, U(64))))
-        unsure = U(0)
-    else:
-        v = min(U(max(s, U(32)) - U(32)), U(31))  # (D < 2**24: v = 31 drops all of it too)
-        top = shr(wh, U(U(32) - min(s, U(32))))
-        bound = shr(dropped, v)
-        up = top < bound
-        unsure = U((top == bound) & (U(dropped & U(shl(U(1), v) - U(1))) != U(0)))
-    kept = U(a & U(~mask))
-    kept = U(kept + U(mask + U(1))) if up else kept  # (s <= 23) a carry steps the binade
-    return ((F.q_bits if up else U(0)) if s > U(23) else kept), unsure
+        kept = U(a & U(~mask))
+        kept = U(kept + U(mask + U(1))) if up else kept  # (s <= 23) a carry steps the binade
+        return ((F.q_bits if up else U(0)) if s > U(23) else kept), U(0)
+    sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
+    r = _round_bits(a, U(0), sh, STOCHASTIC, wh)
+    f = np.float32(np.float32(U(a).view(np.float32) * U(F.scale_lo_bits).view(np.float32))
+                   * U(F.scale_hi_bits).view(np.float32))
+    t = U(f)  # (f < 2**32, truncated)
+    tiny = a < F.q_bits
+    r = (F.q_bits if wh < t else U(0)) if tiny else r
+    return r, U(tiny & (wh == t) & (a != U(0)))
 
 
 @njit(cache=True, nogil=True, inline="always")
