@@ -392,6 +392,40 @@ def test_stochastic_kernel_at_the_words_threshold(f):
     assert 0 < ups < xs.size
 
 
+def test_stochastic_kernel_is_exact_with_denormals_are_zero():
+    # Below q the kernels take a tiny input's threshold from a float32 product,
+    # which a denormals-are-zero mode reads as 0 for float32's subnormals; the
+    # words at that threshold are redone in integers, so the codes do not change.
+    torch = pytest.importorskip("torch", reason="sets denormals-are-zero with torch.set_flush_denormal")
+    f = lp.get_format("fp8_e4m3")
+    mode = MODE_INT["stochastic"]
+    cases = [(x, w) for x, w in _threshold_cases(f) if abs(x) < 2.0 ** -126] + \
+        [(s * 2.0 ** -149 * k, w) for s in (1, -1) for k in (1, 3, 2**22) for w in (0, 1, 2, 2**32)]
+    xs = np.array([x for x, _ in cases], np.float32)
+    assert (xs != 0).sum() >= 24
+    seeds = np.array([_seed_for_first_word(w) for _, w in cases], np.uint64)
+    kernel, q = convert.kernel_for(f, mode, False, False, True)
+
+    def run():
+        out = np.empty(xs.size, f.code_dtype)
+        for i in range(xs.size):  # one element a block, so its word is w
+            kernel(q, xs[i:i + 1], seeds[i:i + 1], out[i:i + 1])
+        return out
+
+    want = np.array([_reference(f, xs[i:i + 1].view(np.uint32), mode, False, False,
+                                seeds[i:i + 1])[0] for i in range(xs.size)], f.code_dtype)
+    np.testing.assert_array_equal(run(), want)
+    assert (want != 0).any()  # some went up (word 0 against a threshold of 1)
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this processor has no denormals-are-zero mode")
+    try:
+        assert np.float32(2.0 ** -149) * np.float32(2) == 0  # the processor reads them as 0 now
+        got = run()
+    finally:
+        torch.set_flush_denormal(False)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("name", ["fp16", "fp8_e4m3", "fp8_e5m2fnuz", "fp4_e2m1"])
 def test_stochastic_redo_of_unsure_elements_in_a_full_block(name):
     # The kernels make only each word's top half and redo, after the block, the
