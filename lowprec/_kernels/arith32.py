@@ -67,7 +67,7 @@ from .arith import MUL
 from .bits32_direct import _direct_one, _unpack
 from .odd64 import float32_odd
 from .params import RDOWN, RNA, RNE, RTZ
-from .u32 import U, shl, shr
+from .u32 import U, shl, shr, wide_vectors
 
 __all__ = ["BAD_OPERAND", "decode_params", "float32_prefix", "kernel_for", "supports",
            "wide_product"]
@@ -314,6 +314,7 @@ def _make(op: int, mode: int, wide: bool, full: bool, nearest: bool, prefix: boo
 
     @njit(cache=True, nogil=True, error_model="numpy")
     def kernel(q, qc, dq, neg_b, a, b, out):
+        wide_vectors()  # (u32.wide_vectors: 512-bit lanes where the processor has them)
         F = _format_params(q)
         Fc = _format_params(qc)
         D = _unpack_decode(dq)
