@@ -26,9 +26,10 @@ Stochastic rounding has one rule for every input, tiny ones included: its
 64-bit word against the dropped part of |x| in units of the quantum, exactly
 as :mod:`.bits32` compares them. From q up that is the bit arithmetic again,
 with the word's top bits added below the quantum (:func:`_round_stochastic`),
-and below q one float32 product by 2**32 / q gives the threshold. Overflow, infinity, NaN and flush-to-zero
-are selects; nothing leaves the loop. The codes follow from
-the rounded bits: a shift in the normal range, a product by 1/q below it.
+and below q one float32 product by 2**32 / q gives the threshold. Overflow,
+infinity, NaN and flush-to-zero are selects; nothing leaves the loop. The
+codes follow from the rounded bits: a shift in the normal range, a product by
+1/q below it.
 bf16 and tf32, rounded without saturation or flushing, need none of those
 selects but NaN's (:func:`plain`, :data:`PLAIN_KERNELS`).
 
@@ -292,8 +293,9 @@ def _round_stochastic(a, F, wh, wl, exact):
         s = U(F.sh_top - min(max(x_exp, U(1)), F.emin_biased))  # bits dropped of 24
         mask = U(shl(U(1), min(s, U(31))) - U(1))
         x_sig = U(U(a & U(0x7FFFFF)) | (U(0x800000) if x_exp != U(0) else U(0)))
-        dropped = U(x_sig & mask)  # D; w < ceil(V) = ceil(D / 2**t) << k, t = s - 64
-        w = (np.uint64(wh) << np.uint64(32)) | np.uint64(wl)  # or k = 64 - s (> 0)
+        dropped = U(x_sig & mask)  # D
+        # w < ceil(V) = ceil(D / 2**t) << k, t = s - 64 or k = 64 - s (> 0)
+        w = (np.uint64(wh) << np.uint64(32)) | np.uint64(wl)
         t = min(U(max(s, U(64)) - U(64)), U(31))
         ceil = shr(U(dropped + U(shl(U(1), t) - U(1))), t)  # (the sum < 2**24 + 2**31)
         up = w < np.uint64(ceil) << np.uint64(U(U(64) - min(s, U(64))))
