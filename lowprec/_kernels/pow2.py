@@ -11,8 +11,8 @@ has: the smallest of them is E8M0's smallest value.
 Every value is its own exponent's only value, so the implicit bit is the last
 kept one and it is always 1: the nearest modes take a tie up (away from the
 odd value below), round-to-odd and the downward modes truncate, upward modes
-go up when anything was dropped, and stochastic rounding compares its word
-with the dropped bits as :mod:`.bits32_direct` does. Inputs below the smallest
+go up when anything was dropped, and stochastic rounding adds its word's bits
+below the dropped ones as :mod:`.bits32_direct` does. Inputs below the smallest
 value round to it (there is no zero to round to); zero, negative inputs and
 NaN are NaN; overflow and infinity follow the mode and ``saturate``. Every
 special result is asked of the reference engine (``special_codes`` and
@@ -108,18 +108,21 @@ def _pow2_one(F, b, mode, wh, wl, full, fp, exact=False):
     ``bits32_direct._direct_one``, so that both share one loop)."""
     a = U(b & U(0x7FFFFFFF))
     sh = U(22) if a < U(0x00800000) else U(23)  # float32's subnormals: from 2**-127
-    mask = U(shl(U(1), sh) - U(1))
-    dropped = U(a & mask)
-    if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones
-        up = shr(wh, U(U(32) - sh)) < dropped
-    elif mode == RNE or mode == RNA:  # a tie goes up: the value below is odd
-        up = dropped > shr(mask, U(1))
-    elif mode == RUP:
-        up = dropped != U(0)
-    else:  # RTZ, RDOWN, ODD: the kept bits (odd already)
-        up = False
-    kept = U(a & U(~mask))
-    r = max(U(kept + U(mask + U(1))) if up else kept, F.min_bits)
+    if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones, iff
+        # adding the top sh bits of ~wh carries (bits32_direct._round_stochastic)
+        rounded = shl(shr(U(a + shr(U(~wh), U(U(32) - sh))), sh), sh)
+    else:
+        mask = U(shl(U(1), sh) - U(1))
+        dropped = U(a & mask)
+        if mode == RNE or mode == RNA:  # a tie goes up: the value below is odd
+            up = dropped > shr(mask, U(1))
+        elif mode == RUP:
+            up = dropped != U(0)
+        else:  # RTZ, RDOWN, ODD: the kept bits (odd already)
+            up = False
+        kept = U(a & U(~mask))
+        rounded = U(kept + U(mask + U(1))) if up else kept
+    r = max(rounded, F.min_bits)
     special = r > F.max_bits
     nan = (a > U(_INF)) | (a == U(0)) | (b != a)  # NaN, zero, negative
     bits = F.ovf_bits if special else r
