@@ -31,7 +31,7 @@ from numba import njit
 
 from . import bits32
 from .bits32 import _code_bits, special_codes
-from .bits32_direct import _INF, _QNAN, DIRECT_MODES, _f32_bits, _loop
+from .bits32_direct import _INF, _QNAN, DIRECT_MODES, _f32_bits, _loop, _round_bits
 from .engine import convert_one
 from .params import RNA, RNE, RUP, STOCHASTIC, format_params
 from .u32 import U, shl, shr
@@ -110,7 +110,7 @@ def _pow2_one(F, b, mode, wh, wl, full, fp, exact=False):
     sh = U(22) if a < U(0x00800000) else U(23)  # float32's subnormals: from 2**-127
     if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones, iff
         # adding the top sh bits of ~wh carries (bits32_direct._round_stochastic)
-        rounded = shl(shr(U(a + shr(U(~wh), U(U(32) - sh))), sh), sh)
+        rounded = _round_bits(a, U(0), sh, STOCHASTIC, wh)
     else:
         mask = U(shl(U(1), sh) - U(1))
         dropped = U(a & mask)
