@@ -60,3 +60,22 @@ def test_the_locator_takes_lowprec_files_only_and_numba_cache_dir_first() -> Non
     found = _cache.LowprecCacheLocator.from_function(engine.round_pack.py_func, engine.__file__)
     assert found is not None and found.get_cache_path().startswith(_cache.cache_dir())
     assert _cache.LowprecCacheLocator.from_function(_run, __file__) is None  # not lowprec
+
+
+def test_the_stamp_covers_every_kernel_source(tmp_path: Path) -> None:
+    # A kernel's compiled code holds what it calls and inlines from other files,
+    # so its cache entry must go stale when any kernel source changes, not only
+    # its own file (numba's stamp).
+    from lowprec._kernels import _cache, engine
+
+    found = _cache.LowprecCacheLocator.from_function(engine.round_pack.py_func, engine.__file__)
+    own, every = found.get_source_stamp()
+    assert every == _cache.sources_stamp(str(PACKAGE / "_kernels"))
+    for name, text in (("a.py", "x = 1\n"), ("b.py", "y = 2\n"), ("notes.txt", "-")):
+        (tmp_path / name).write_text(text)
+    before = _cache.sources_stamp.__wrapped__(str(tmp_path))
+    (tmp_path / "notes.txt").write_text("other")  # not a source
+    os.utime(tmp_path / "a.py", (1, 1))  # a touch alone
+    assert _cache.sources_stamp.__wrapped__(str(tmp_path)) == before
+    (tmp_path / "b.py").write_text("y = 3\n")  # another file's code
+    assert _cache.sources_stamp.__wrapped__(str(tmp_path)) != before

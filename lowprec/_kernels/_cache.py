@@ -13,10 +13,20 @@ So lowprec's kernels (and only they) are cached under the user's cache folder,
 sub-folder per source folder, as numba's own user-wide locator does. Setting
 ``NUMBA_CACHE_DIR`` still wins, as numba documents; where the user cache is not
 writable, numba's usual choices follow.
+
+A cached kernel is reused while its source stamp matches. numba's stamp is the
+hash of the kernel's own file, but a kernel holds compiled copies of what it
+calls and inlines from other files (``pow2``'s kernels run ``bits32_direct``'s
+loop, ``arith32``'s its rounding), and this cache outlives an upgrade. So the
+stamp here is also the hash of every source file of :mod:`lowprec._kernels`
+(:func:`sources_stamp`): a change to any of them compiles every kernel afresh,
+never a stale copy.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from typing import Any
 
@@ -24,6 +34,7 @@ from numba.core import caching
 from numba.misc.appdirs import AppDirs
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_KERNELS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # The names lost their leading underscore in numba 0.61.
 _USER_WIDE: Any = getattr(caching, "UserWideCacheLocator", None) or getattr(
@@ -40,6 +51,22 @@ def cache_dir() -> str:
     return str(AppDirs(appname="lowprec", appauthor=False).user_cache_dir)
 
 
+@functools.cache
+def sources_stamp(folder: str = _KERNELS_DIR) -> str:
+    """The SHA-256 of the names and contents of the ``.py`` files in ``folder``
+    (lowprec's kernels by default; once per process).
+
+    >>> len(sources_stamp())
+    64
+    """
+    digest = hashlib.sha256()
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".py"):
+            with open(os.path.join(folder, name), "rb") as f:
+                digest.update(name.encode() + b"\0" + f.read() + b"\0")
+    return digest.hexdigest()
+
+
 if _USER_WIDE is not None and _IMPL is not None:
 
     class LowprecCacheLocator(_USER_WIDE):
@@ -48,6 +75,10 @@ if _USER_WIDE is not None and _IMPL is not None:
         def __init__(self, py_func: Any, py_file: str) -> None:
             super().__init__(py_func, py_file)
             self._cache_path = os.path.join(cache_dir(), self.get_suitable_cache_subpath(py_file))
+
+        def get_source_stamp(self) -> Any:
+            """numba's stamp of the kernel's own file, and :func:`sources_stamp`."""
+            return super().get_source_stamp(), sources_stamp()
 
         @classmethod
         def from_function(cls, py_func: Any, py_file: str) -> Any:
