@@ -69,7 +69,7 @@ def test_the_stamp_covers_every_kernel_source(tmp_path: Path) -> None:
     from lowprec._kernels import _cache, engine
 
     found = _cache.LowprecCacheLocator.from_function(engine.round_pack.py_func, engine.__file__)
-    own, every = found.get_source_stamp()
+    _, every = found.get_source_stamp()
     assert every == _cache.sources_stamp(str(PACKAGE / "_kernels"))
     for name, text in (("a.py", "x = 1\n"), ("b.py", "y = 2\n"), ("notes.txt", "-")):
         (tmp_path / name).write_text(text)

@@ -33,8 +33,8 @@ from typing import Any
 from numba.core import caching
 from numba.misc.appdirs import AppDirs
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _KERNELS_DIR = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE_DIR = os.path.dirname(_KERNELS_DIR)
 
 # The names lost their leading underscore in numba 0.61.
 _USER_WIDE: Any = getattr(caching, "UserWideCacheLocator", None) or getattr(
