@@ -500,6 +500,83 @@ def test_far_arrays_equal_the_same_in_small_calls(f):
                                           err_msg=f"{f.name} mode {mode} codes={codes}")
 
 
+ORDINARY_FORMATS = [f for f in DIRECT_FORMATS if not bits32_direct.full_range(f)]
+
+
+def _ordinary(xb, q, mode):
+    """The inputs of ``xb`` whose magnitudes are ordinary for the kernel of
+    ``mode`` with parameters ``q`` (bits32_direct.ordinary_bounds)."""
+    lo, hi = bits32_direct.ordinary_bounds(q, mode)
+    a = xb & np.uint32(0x7FFFFFFF)
+    return xb[(a >= lo) & (a <= hi)], int(lo), int(hi)
+
+
+@pytest.mark.parametrize("f", ORDINARY_FORMATS, ids=lambda f: f.name)
+def test_ordinary_inputs_alone_equal_round_pack(f):
+    # An array whose inputs are all ordinary takes the kernels' short loop
+    # (bits32_direct._ordinary_one) alone: every input of _inputs from the
+    # kernel's ordinary bound up to the largest value, both of them included.
+    xb, _ = _kernel_inputs(f, 12)
+    for mode in bits32_direct.DIRECT_MODES:
+        for saturate, ftz in CASES:
+            q = bits32_direct.params_array(f, mode, saturate, ftz)
+            x, lo, hi = _ordinary(xb, q, mode)
+            # From the flushing bound (0 without flushing: zeros and tiny inputs
+            # included) or, in stochastic rounding, from q, to the largest value.
+            flush = int(np.float32(f.smallest_normal).view(np.uint32)) * ftz
+            q_bits = int(np.float32(f.smallest_subnormal).view(np.uint32))
+            assert lo == (max(q_bits, flush) if mode == MODE_INT["stochastic"] else flush)
+            assert hi == int(np.float32(f.max).view(np.uint32))
+            assert {lo, hi, lo | 0x80000000, hi | 0x80000000} <= set(x.tolist())
+            seeds = np.random.default_rng(13).integers(0, 2**64, -(-x.size // SR_BLOCK),
+                                                       dtype=np.uint64)
+            s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
+            kernels = {codes: convert.kernel_for(f, mode, saturate, ftz, codes)[0]
+                       for codes in (True, False)}
+            _assert_equals_round_pack(f, kernels, q, x, mode, saturate, ftz, s)
+
+
+@pytest.mark.parametrize("name", ["fp8_e4m3", "fp8_e5m2fnuz", "fp4_e2m1"])
+def test_far_arrays_mixing_ordinary_and_other_pieces_equal_round_pack(name):
+    # A far array (pieces of memory.PIECE) whose pieces are ordinary or hold one
+    # other input (a special, a tiny one, an overflow) among ordinary ones, in
+    # runs of every length up to past the back-off's 64 pieces, so that the short
+    # loop, the long one, and the checks between them all run; in place as well.
+    f = lp.get_format(name)
+    rng = np.random.default_rng(14)
+    xb, _ = _kernel_inputs(f, 15)
+    a = xb & np.uint32(0x7FFFFFFF)
+    normal = (a >= np.float32(f.smallest_normal).view(np.uint32)) & (
+        a <= np.float32(f.max).view(np.uint32))
+    ordinary, other = xb[normal], xb[~normal]
+    runs = [1, 2, 1, 3, 5, 1, 8, 2, 70, 1, 130, 3, 1, 1, 4, 9, 2] * 5
+    pieces = []
+    for k, length in enumerate(runs):
+        for _ in range(length):
+            piece = rng.choice(ordinary, memory.PIECE)
+            if k % 2:
+                piece[rng.integers(memory.PIECE)] = rng.choice(other)
+            pieces.append(piece)
+    x = np.concatenate(pieces).view(np.float32)
+    assert x.size >= memory.FAR
+    seeds = rng.integers(0, 2**64, -(-x.size // SR_BLOCK), dtype=np.uint64)
+    for mode in bits32_direct.DIRECT_MODES:
+        s = seeds if mode == MODE_INT["stochastic"] else NO_SEEDS
+        for saturate, ftz in CASES:
+            q = bits32_direct.params_array(f, mode, saturate, ftz)
+            ref = _reference(f, x.view(np.uint32), mode, saturate, ftz, s)
+            want = lp.decode(ref, f).astype(np.float32)
+            for codes in (True, False):
+                kernel = convert.kernel_for(f, mode, saturate, ftz, codes)[0]
+                out = np.empty(x.shape, f.code_dtype) if codes else np.empty_like(x)
+                assert kernel(q, x, s, out) == 0
+                got, exp = (out, ref) if codes else (out.view(np.int32), want.view(np.int32))
+                np.testing.assert_array_equal(got, exp, err_msg=f"{name} {mode} {codes}")
+            inplace = x.copy()
+            convert.kernel_for(f, mode, saturate, ftz, False)[0](q, inplace, s, inplace)
+            np.testing.assert_array_equal(inplace.view(np.int32), want.view(np.int32))
+
+
 def test_rounding_kernels_ask_for_wide_vectors():
     # The loop marks the kernel it is inlined into with LLVM's prefer-vector-width
     # of 512 (u32.wide_vectors): a speed hint only, on processors with AVX-512.

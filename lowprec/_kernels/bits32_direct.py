@@ -33,6 +33,15 @@ codes follow from the rounded bits: a shift in the normal range, a product by
 bf16 and tf32, rounded without saturation or flushing, need none of those
 selects but NaN's (:func:`plain`, :data:`PLAIN_KERNELS`).
 
+Most data needs none of them either: between a mode's tiny bound and the
+format's largest value (:func:`ordinary_from`) no result is special or
+flushed. So the other formats' loop checks each piece of its input first (the
+largest of ``|x| - lo``: a few instructions per 16 elements) and rounds a
+piece of such inputs in a short loop without the selects
+(:func:`_ordinary_one`); a piece with one other input takes the long loop,
+whole (:func:`_loop`). Both give the same bits; the short loop is about half
+as long (stochastic rounding: 30 instructions per 16 elements against 60).
+
 Round-to-nearest-even has a shorter route, the processor's own float32
 addition. With C = 2**(e + 23 - m), e the input's binade clamped to the
 format's (at least emin: its subnormals share emin's quantum), the quantum of
@@ -71,7 +80,8 @@ from .sr import SR_BLOCK, sr_hi, sr_keys, sr_lo, sr_step
 from .u32 import U, shl, shr, wide_vectors
 
 __all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "PLAIN_KERNELS", "fpu_rounds_to_nearest",
-           "full_range", "kernel", "params_array", "plain", "rne_by_addition", "supports"]
+           "full_range", "kernel", "ordinary_bounds", "ordinary_from", "params_array", "plain",
+           "rne_by_addition", "supports"]
 
 #: The modes this kernel has: all seven.
 DIRECT_MODES = (RNE, RNA, RTZ, RUP, RDOWN, ODD, STOCHASTIC)
@@ -399,6 +409,58 @@ def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def ordinary_from(F, mode):
+    """The float32 bits of the smallest ordinary input of ``mode``: from it up
+    to the format's largest value ``F.max_bits`` (inclusive) an input is
+    rounded by :func:`_ordinary_one`. Those inputs are not flushed (the
+    flushing bound is on the grid, so no rounding of an input above it lands
+    below it) and their results are not special (nor is the largest value,
+    for the same reason). The deterministic modes take tiny inputs and zeros
+    as well; stochastic rounding takes inputs from q up (below, its rule is
+    the threshold's, :func:`_round_stochastic`)."""
+    if mode == STOCHASTIC:
+        return max(F.q_bits, F.ftz_bits)
+    return F.ftz_bits
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ordinary_one(F, b, mode, wh, fp, codes):
+    """(float32 bits of the rounded value, its code) of float32 bits ``b``
+    whose magnitude is ordinary (:func:`ordinary_from`), exactly as
+    :func:`_direct_one` gives them, in about half its instructions: no select
+    of a special result, no flush, no NaN (``codes``, compile-time: whether
+    the code is wanted; else it is 0)."""
+    a = U(b & U(0x7FFFFFFF))
+    s = shr(b, U(31))
+    if fp and mode == RNE:  # (|x| + C) - C, as in _direct_one
+        c = U(U(min(max(U(a & U(_INF)), F.rne_lo), F.rne_hi)) + F.rne_add).view(np.float32)
+        r = U(np.float32(np.float32(U(a).view(np.float32) + c) - c).view(np.uint32))
+    elif mode == STOCHASTIC:  # the inputs are not tiny: the shift needs no clamp from below
+        r = _round_bits(a, s, U(F.sh_top - min(shr(a, U(23)), F.emin_biased)), mode, wh)
+    else:
+        sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
+        r = _round_bits(a, s, sh, mode, wh)
+        r = _round_tiny(a, s, F, mode) if a < shl(F.exp_lo, U(23)) else r
+    bits = U(r | U(U(r + F.sign_keep) & U(b ^ a)))
+    if not codes:
+        return bits, U(0)
+    mag = U(shr(r, U(U(23) - F.mantissa_bits)) - F.code_offset)
+    sub = U(np.int32(U(r).view(np.float32) * U(F.inv_q_bits).view(np.float32)))
+    mag = sub if r < F.sub_bits else mag
+    code = U(mag | U(U(U(0) - s) & F.sign_bit))
+    return bits, (U(0) if code == F.negzero_code else code)
+
+
+@njit(cache=True, nogil=True)
+def ordinary_bounds(q, mode):
+    """(smallest, largest) ordinary float32 magnitude bits of the kernel of
+    ``mode`` with the parameters ``q`` (:func:`params_array`): a piece of
+    inputs all within them takes the kernel's short loop."""
+    F = _unpack(q)
+    return ordinary_from(F, mode), F.max_bits
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _plain_one(F, b, mode, wh, wl, full, fp, exact=False):
     """:func:`_direct_one` for a :func:`plain` format (bf16, tf32 without
     saturation or flushing), where rounding the magnitude bits is all there
@@ -418,7 +480,7 @@ def _plain_one(F, b, mode, wh, wl, full, fp, exact=False):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
+def _loop(F, xbits, seeds, out, mode, full, codes, fp, one, ordinary=False):
     """The kernels' loop (every flag but F compile-time): ``one`` (an element
     function like :func:`_direct_one`) on every element; returns the largest
     input magnitude bits (a NaN's are above inf's).
@@ -426,13 +488,26 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
     Stochastic rounding makes only the top half of each word (``sr.sr_hi``, in
     32-bit lanes). An element that comes back unsure (its word's bottom half
     would decide) gets its input written as its value, and after its block the
-    loop redoes those elements with the whole word: it reads the input again,
-    which is still there when ``out`` is the input itself (the other elements'
-    rounded values are never unsure again: they drop no bits).
+    loop redoes the block with whole words (``one``'s ``exact`` rule, every
+    element, so that the loop holds one more copy of ``one``, not two): it
+    reads the input again, which is still there when ``out`` is the input
+    itself, and the other elements' rounded values round to themselves (they
+    are the format's values, or its infinities and NaN).
 
     Arrays of at least ``memory.FAR`` elements are walked in pieces of
     ``memory.PIECE``, each asking for the memory ``memory.AHEAD`` elements on
     (:mod:`.memory`): a loop this long outruns the processor's own prefetchers.
+    Smaller arrays are one piece a block.
+
+    With ``ordinary`` (compile-time), a piece whose inputs are all ordinary
+    (:func:`ordinary_from`: one pass for the largest of ``|x| - lo``, the
+    piece then in L1) takes the short loop of :func:`_ordinary_one`, about
+    half the instructions of ``one``. A piece that is not gets the long loop,
+    and so do the next 1, 3, 7, ... 63 pieces unchecked while no piece has
+    passed since (back-off): data that never passes (fp4 on a normal
+    distribution times 8, where half the inputs overflow) pays for a check
+    once in 64 pieces, data that passes but for a few stray elements loses
+    a piece or two to each. Either loop gives the same bits.
     """
     wide_vectors()  # (the loop is inlined: this marks the kernel that runs it)
     stoch = mode == STOCHASTIC
@@ -441,25 +516,61 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
     step = SR_BLOCK if stoch or far else max(n, 1)  # a block per stochastic seed
     piece = PIECE if far else step
     amax = U(0)
+    lo_b = span = U(0)
+    if ordinary:  # (F has the fields ordinary_from reads)
+        lo_b = ordinary_from(F, mode)
+        span = U(F.max_bits - lo_b)
+    wait = 0  # pieces left to take the long loop unchecked
+    backoff = 0
     for lo in range(0, n, step):
         hi = min(lo + step, n)
         seed = seeds[lo // SR_BLOCK] if stoch else np.uint64(0)
         z, k1 = sr_keys(seed)  # word i is sr_word(seed, i): the Weyl state z steps by G32
         unsure = U(0)
-        for plo in range(lo, hi, piece):
-            phi = min(plo + piece, hi)
-            if far:
-                ahead(xbits, out, plo + AHEAD, phi + AHEAD)
-            xs = xbits[plo:phi]
-            os_ = out[plo:phi] if codes else out[plo:phi].view(np.int32)  # values: their bits
-            for i in range(phi - plo):
-                b = U(xs[i])
-                z = sr_step(z)
-                wh = sr_hi(z, k1) if stoch else U(0)
-                bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
-                os_[i] = code if codes else np.int32(b if maybe != U(0) else bits)
-                unsure = U(unsure | maybe)
-                amax = max(amax, U(b & U(0x7FFFFFFF)))
+        run = lo
+        while run < hi:
+            if ordinary and wait == 0:
+                phi = min(run + piece, hi)
+                if far:
+                    ahead(xbits, out, run + AHEAD, phi + AHEAD)
+                xs = xbits[run:phi]
+                worst = U(0)  # (a magnitude below lo_b wraps round above span)
+                for i in range(phi - run):
+                    worst = max(worst, U(U(U(xs[i]) & U(0x7FFFFFFF)) - lo_b))
+                if worst <= span:
+                    os_ = out[run:phi] if codes else out[run:phi].view(np.int32)
+                    for i in range(phi - run):
+                        b = U(xs[i])
+                        z = sr_step(z)
+                        wh = sr_hi(z, k1) if stoch else U(0)
+                        bits, code = _ordinary_one(F, b, mode, wh, fp, codes)
+                        os_[i] = code if codes else np.int32(bits)
+                    amax = max(amax, U(worst + lo_b))
+                    backoff = 0
+                    run = phi
+                    continue
+                backoff = min(2 * backoff + 1, 63)
+                wait = backoff + 1  # this piece and the next `backoff`
+            # The long loop, over the next `wait` pieces (with `ordinary`), or all.
+            # (One loop nest of its own: inside the one above it ran 5-10% slower.)
+            end = min(run + wait * piece, hi) if ordinary else hi
+            for plo in range(run, end, piece):
+                phi = min(plo + piece, end)
+                if far:
+                    ahead(xbits, out, plo + AHEAD, phi + AHEAD)
+                xs = xbits[plo:phi]
+                os_ = out[plo:phi] if codes else out[plo:phi].view(np.int32)  # values: bits
+                for i in range(phi - plo):
+                    b = U(xs[i])
+                    z = sr_step(z)
+                    wh = sr_hi(z, k1) if stoch else U(0)
+                    bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
+                    os_[i] = code if codes else np.int32(b if maybe != U(0) else bits)
+                    unsure = U(unsure | maybe)
+                    amax = max(amax, U(b & U(0x7FFFFFFF)))
+                if ordinary:
+                    wait -= 1
+            run = end
         if stoch and unsure != U(0):
             xs = xbits[lo:hi]
             os_ = out[lo:hi] if codes else out[lo:hi].view(np.int32)
@@ -468,10 +579,8 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one):
                 b = U(xs[i])
                 z = sr_step(z)
                 wh = sr_hi(z, k1)
-                bits, code, maybe = one(F, b, mode, wh, U(0), full, fp)
-                if maybe != U(0):
-                    bits, code, maybe = one(F, b, mode, wh, sr_lo(wh, k1), full, fp, True)
-                    os_[i] = code if codes else np.int32(bits)
+                bits, code, maybe = one(F, b, mode, wh, sr_lo(wh, k1), full, fp, True)
+                os_[i] = code if codes else np.int32(bits)
     return amax
 
 
@@ -481,16 +590,19 @@ def _make(mode: int, full: bool, codes: bool, plain: bool = False):
     or the others, writing codes (``codes``) or float32 values:
     kernel(q, x, seeds, out) -> 1 if a NaN has no code in the format, else 0.
     ``seeds``: one per SR_BLOCK elements (stochastic rounding; else unused).
-    Compiled on first use, for each dtype of ``out`` it meets. The rne kernel
-    of the other formats has two loops: the float32 addition's, and the
-    integer one for a processor that does not round to nearest even.
+    Compiled on first use, for each dtype of ``out`` it meets. The kernels of
+    the other formats hold two loops, the short one for ordinary pieces and
+    the long one (:func:`_loop`); rne's hold two pairs: the float32
+    addition's, and the integer ones for a processor that does not round to
+    nearest even.
 
-    The closure holds three plain constants and nothing else: numba's disk cache
+    The closure holds plain constants and nothing else: numba's disk cache
     keys a closure by its variables' pickled bytes, which for a compiled
     function differ between processes (the cache would never hit). Codes and
     values are separate kernels so that each compiles one loop, not both.
     """
     by_addition = mode == RNE and not full
+    ordinary = not full  # a short loop for ordinary pieces
 
     @njit(cache=True, nogil=True)
     def kernel(q, x, seeds, out):
@@ -499,9 +611,9 @@ def _make(mode: int, full: bool, codes: bool, plain: bool = False):
         if plain:
             amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _plain_one)
         elif by_addition and (F.rne_fp != U(0)) and fpu_rounds_to_nearest(F):
-            amax = _loop(F, xbits, seeds, out, mode, full, codes, True, _direct_one)
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, True, _direct_one, ordinary)
         else:
-            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_one)
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_one, ordinary)
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 
     return kernel
