@@ -33,9 +33,9 @@ codes follow from the rounded bits: a shift in the normal range, a product by
 bf16 and tf32, rounded without saturation or flushing, need none of those
 selects but NaN's (:func:`plain`, :data:`PLAIN_KERNELS`).
 
-Most data needs none of them either: between a mode's tiny bound and the
-format's largest value (:func:`ordinary_from`) no result is special or
-flushed. So the other formats' loop checks each piece of its input first (the
+Most data needs none of them either: from the flushing bound (0 without
+flushing; in stochastic rounding, from q) up to the format's largest value
+(:func:`ordinary_from`) no result is special or flushed. So the other formats' loop checks each piece of its input first (the
 largest of ``|x| - lo``: a few instructions per 16 elements) and rounds a
 piece of such inputs in a short loop without the selects
 (:func:`_ordinary_one`); a piece with one other input takes the long loop,
