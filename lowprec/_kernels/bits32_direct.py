@@ -356,6 +356,31 @@ def fpu_rounds_to_nearest(F):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _finish(F, r, b, a, s, codes):
+    """(float32 bits, code) of the rounded magnitude ``r`` (a value of the
+    format, not special) of float32 bits ``b`` (magnitude ``a``, sign bit
+    ``s``): the sign back on (fnuz: not on zero); the code, if ``codes``
+    (compile-time; else 0), a shift in the normal range and value / q below."""
+    bits = U(r | U(U(r + F.sign_keep) & U(b ^ a)))
+    if not codes:
+        return bits, U(0)
+    mag = U(shr(r, U(U(23) - F.mantissa_bits)) - F.code_offset)
+    sub = U(np.int32(U(r).view(np.float32) * U(F.inv_q_bits).view(np.float32)))
+    mag = sub if r < F.sub_bits else mag
+    code = U(mag | U(U(U(0) - s) & F.sign_bit))
+    return bits, (U(0) if code == F.negzero_code else code)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _rne_by_addition(F, a):
+    """The magnitude bits ``a`` rounded to nearest even by the processor's
+    float32 addition: ``(|x| + C) - C``, C = 2**(clamped binade + 23 - m)
+    (the module's docstring; the caller has checked :func:`fpu_rounds_to_nearest`)."""
+    c = U(U(min(max(U(a & U(_INF)), F.rne_lo), F.rne_hi)) + F.rne_add).view(np.float32)
+    return U(np.float32(np.float32(U(a).view(np.float32) + c) - c).view(np.uint32))
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
     """(full float32 bits of the rounded value, its code, unsure) of float32
     bits ``b``. ``wh``, ``wl``: the top and bottom halves of the
@@ -368,16 +393,13 @@ def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
     processor's float32 addition (the caller has checked
     :func:`fpu_rounds_to_nearest` and ``F.rne_fp``)."""
     a = U(b & U(0x7FFFFFFF))
-    sign = U(b ^ a)
     s = shr(b, U(31))
     neg = U(U(0) - s)  # all ones for a negative input
     unsure = U(0)
     if full:
         r = _round_bits(a, s, U(U(23) - F.mantissa_bits), mode, wh)
-    elif fp and mode == RNE:  # (|x| + C) - C, C = 2**(clamped binade + 23 - m)
-        c = U(U(min(max(U(a & U(_INF)), F.rne_lo), F.rne_hi)) + F.rne_add).view(np.float32)
-        y = np.float32(U(a).view(np.float32) + c)
-        r = U(np.float32(y - c).view(np.uint32))
+    elif fp and mode == RNE:
+        r = _rne_by_addition(F, a)
     elif mode == STOCHASTIC:
         r, unsure = _round_stochastic(a, F, wh, wl, exact)
     else:
@@ -389,18 +411,11 @@ def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
     special = r > F.max_bits
     is_inf = a == U(_INF)
     is_nan = a > U(_INF)
-    # The value: the sign back on (fnuz: not on zero), then the specials.
-    bits = U(r | U(U(r + F.sign_keep) & sign))
+    bits, code = _finish(F, r, b, a, s, True)  # then the specials
     sp = U(F.ovf_bits_pos ^ U(neg & F.ovf_bits_flip))
     sp = U(F.inf_bits_pos ^ U(neg & F.inf_bits_flip)) if is_inf else sp
     sp = U(_QNAN) if is_nan else sp
     bits = sp if special else bits
-    # The code: a shift of the bits in the normal range, value / q below it.
-    mag = U(shr(r, U(U(23) - F.mantissa_bits)) - F.code_offset)
-    sub = U(np.int32(U(r).view(np.float32) * U(F.inv_q_bits).view(np.float32)))
-    mag = sub if r < F.sub_bits else mag
-    code = U(mag | U(neg & F.sign_bit))
-    code = U(0) if code == F.negzero_code else code
     cp = U(F.ovf_code_pos ^ U(neg & F.ovf_code_flip))
     cp = U(F.inf_code_pos ^ U(neg & F.inf_code_flip)) if is_inf else cp
     cp = U(F.nan_code_pos ^ U(neg & F.nan_code_flip)) if is_nan else cp
@@ -432,23 +447,15 @@ def _ordinary_one(F, b, mode, wh, fp, codes):
     the code is wanted; else it is 0)."""
     a = U(b & U(0x7FFFFFFF))
     s = shr(b, U(31))
-    if fp and mode == RNE:  # (|x| + C) - C, as in _direct_one
-        c = U(U(min(max(U(a & U(_INF)), F.rne_lo), F.rne_hi)) + F.rne_add).view(np.float32)
-        r = U(np.float32(np.float32(U(a).view(np.float32) + c) - c).view(np.uint32))
+    if fp and mode == RNE:
+        r = _rne_by_addition(F, a)
     elif mode == STOCHASTIC:  # the inputs are not tiny: the shift needs no clamp from below
         r = _round_bits(a, s, U(F.sh_top - min(shr(a, U(23)), F.emin_biased)), mode, wh)
     else:
         sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
         r = _round_bits(a, s, sh, mode, wh)
         r = _round_tiny(a, s, F, mode) if a < shl(F.exp_lo, U(23)) else r
-    bits = U(r | U(U(r + F.sign_keep) & U(b ^ a)))
-    if not codes:
-        return bits, U(0)
-    mag = U(shr(r, U(U(23) - F.mantissa_bits)) - F.code_offset)
-    sub = U(np.int32(U(r).view(np.float32) * U(F.inv_q_bits).view(np.float32)))
-    mag = sub if r < F.sub_bits else mag
-    code = U(mag | U(U(U(0) - s) & F.sign_bit))
-    return bits, (U(0) if code == F.negzero_code else code)
+    return _finish(F, r, b, a, s, codes)
 
 
 @njit(cache=True, nogil=True)
