@@ -357,10 +357,11 @@ def fpu_rounds_to_nearest(F):
 
 @njit(cache=True, nogil=True, inline="always")
 def _finish(F, r, b, a, s, codes):
-    """(float32 bits, code) of the rounded magnitude ``r`` (a value of the
-    format, not special) of float32 bits ``b`` (magnitude ``a``, sign bit
-    ``s``): the sign back on (fnuz: not on zero); the code, if ``codes``
-    (compile-time; else 0), a shift in the normal range and value / q below."""
+    """(float32 bits, code) of the rounded magnitude ``r`` of float32 bits
+    ``b`` (magnitude ``a``, sign bit ``s``) where ``r`` is a value of the
+    format: the sign back on (fnuz: not on zero); the code, if ``codes``
+    (compile-time; else 0), a shift in the normal range and value / q below.
+    (Where ``r`` is special, :func:`_direct_one` selects its results instead.)"""
     bits = U(r | U(U(r + F.sign_keep) & U(b ^ a)))
     if not codes:
         return bits, U(0)
@@ -369,6 +370,17 @@ def _finish(F, r, b, a, s, codes):
     mag = sub if r < F.sub_bits else mag
     code = U(mag | U(U(U(0) - s) & F.sign_bit))
     return bits, (U(0) if code == F.negzero_code else code)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _round_deterministic(F, a, s, mode):
+    """The magnitude bits ``a`` (sign bit ``s``) rounded in a deterministic
+    ``mode`` (compile-time) by the bit arithmetic: at the format's quantum,
+    tiny inputs (below exp_lo's binade: 2q, or q in the modes of
+    :data:`_AT_BIT_23`) by their comparisons (:func:`_round_tiny`)."""
+    sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
+    r = _round_bits(a, s, sh, mode, U(0))
+    return _round_tiny(a, s, F, mode) if a < shl(F.exp_lo, U(23)) else r
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -403,10 +415,7 @@ def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
     elif mode == STOCHASTIC:
         r, unsure = _round_stochastic(a, F, wh, wl, exact)
     else:
-        sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
-        r = _round_bits(a, s, sh, mode, wh)
-        # tiny: below exp_lo's binade (2q, or q in the modes of _AT_BIT_23)
-        r = _round_tiny(a, s, F, mode) if a < shl(F.exp_lo, U(23)) else r
+        r = _round_deterministic(F, a, s, mode)
     r = U(0) if r < F.ftz_bits else r
     special = r > F.max_bits
     is_inf = a == U(_INF)
@@ -452,9 +461,7 @@ def _ordinary_one(F, b, mode, wh, fp, codes):
     elif mode == STOCHASTIC:  # the inputs are not tiny: the shift needs no clamp from below
         r = _round_bits(a, s, U(F.sh_top - min(shr(a, U(23)), F.emin_biased)), mode, wh)
     else:
-        sh = U(F.sh_top - min(max(shr(a, U(23)), F.exp_lo), F.emin_biased))
-        r = _round_bits(a, s, sh, mode, wh)
-        r = _round_tiny(a, s, F, mode) if a < shl(F.exp_lo, U(23)) else r
+        r = _round_deterministic(F, a, s, mode)
     return _finish(F, r, b, a, s, codes)
 
 
