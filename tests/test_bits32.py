@@ -263,6 +263,11 @@ def test_rne_kernel_is_exact_whatever_the_processor_rounding(direction):
         assert np.float32(1) + np.float32(2.0 ** -25) != 1 or \
             np.float32(1) + np.float32(3 * 2.0 ** -25) == 1
         assert not _fpu_check(q0)
+        # the addition's kernel says so and writes nothing; NearestEven runs the integers'
+        probe = np.zeros(8, fmts[0].code_dtype)
+        addition = bits32_direct.KERNELS[RNE, True].addition
+        assert addition(q0, np.ones(8, np.float32), NO_SEEDS, probe) == bits32_direct.NOT_NEAREST
+        assert not probe.any()
         got = {}
         for f in fmts:
             ref, xb = want[f.name]
@@ -582,9 +587,12 @@ def test_rounding_kernels_ask_for_wide_vectors():
     # of 512 (u32.wide_vectors): a speed hint only, on processors with AVX-512.
     # Compiled afresh here (the shared kernels may come from numba's disk cache,
     # whose code cannot be inspected).
-    for module, name in ((bits32_direct, "fp8_e4m3"), (pow2, "e8m0")):
+    # (bits32_direct's rne is NearestEven: its addition kernel holds the loops)
+    for module, name, kernel in (
+            (bits32_direct, "fp8_e4m3", bits32_direct.KERNELS[RNE, False].addition),
+            (pow2, "e8m0", pow2.KERNELS[RNE, False])):
         f = lp.get_format(name)
-        k = njit(module.kernel(f, RNE, False).py_func)
+        k = njit(kernel.py_func)
         x = np.linspace(-3, 3, 100, dtype=np.float32)
         out = np.empty_like(x)
         k(module.params_array(f, RNE, False, False), x, NO_SEEDS, out)
