@@ -28,6 +28,7 @@ import ast
 import json
 import os
 import re
+import tempfile
 import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -352,6 +353,18 @@ def render_notebooks(
     return written
 
 
+def _kernel_config(sockets: str) -> Any:
+    """nbclient's configuration for the notebooks' python3 kernels. Where the
+    system has Unix sockets, a kernel talks through them, in the folder
+    ``sockets``: over TCP, ipykernel warns on every notebook that its traffic
+    is unencrypted."""
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        return Config()
+    return Config({"KernelManager": {"transport": "ipc", "ip": os.path.join(sockets, "kernel")}})
+
+
 def _execute(nb: Any, path: Path, dest: Path, timeout: int) -> None:
     """Run a notebook in a fresh python3 kernel that sees this checkout's lowprec."""
     try:
@@ -368,8 +381,10 @@ def _execute(nb: Any, path: Path, dest: Path, timeout: int) -> None:
     os.environ["LOWPREC_TUTORIAL_OUT"] = str((dest / "figures").resolve())
     os.environ.pop("MPLBACKEND", None)  # let the kernel use its inline backend
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                       resources={"metadata": {"path": str(path.parent)}}).execute()
+        with tempfile.TemporaryDirectory() as sockets:
+            NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                           config=_kernel_config(sockets),
+                           resources={"metadata": {"path": str(path.parent)}}).execute()
     finally:
         for key, value in saved.items():
             if value is None:

@@ -240,7 +240,7 @@ def test_missing_source_folder_is_a_clear_error(tmp_path):
         tutorials.list_tutorials(tmp_path)
 
 
-def test_render_executes_a_notebook_with_its_figures(tmp_path):
+def test_render_executes_a_notebook_with_its_figures(tmp_path, capfd):
     pytest.importorskip("jupytext", reason="needs the 'tutorials' extra")
     pytest.importorskip("nbclient", reason="needs the 'tutorials' extra")
     pytest.importorskip("ipykernel", reason="needs the 'tutorials' extra")
@@ -255,6 +255,11 @@ def test_render_executes_a_notebook_with_its_figures(tmp_path):
     assert images == shown, f"{images} images in the notebook, {shown} show() calls"
     assert not any(o.get("output_type") == "error" for o in outputs)
     assert any("Correct:" in "".join(o.get("text", "")) for o in outputs)
+    # the kernel (a child process, writing to this process's stderr) runs on Unix
+    # sockets: no warning about unencrypted TCP, and it shuts down before we return
+    if os.name == "posix":
+        err = capfd.readouterr().err
+        assert "without encryption" not in err and "Parent appears to have exited" not in err, err
 
 
 def test_render_without_jupytext_says_what_to_install(tmp_path):
