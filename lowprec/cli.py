@@ -52,7 +52,7 @@ COMMANDS = [info, explain, demo, train, memory, cost, inspect, figures, validate
 
 EXAMPLES = """\
 examples:
-  lowprec warmup                          compile the kernels once (a minute or two)
+  lowprec warmup                          compile the kernels once (about 3 minutes)
   lowprec info                            the table of formats
   lowprec info fp8_e4m3                   everything about one format
   lowprec explain 0.1 -f bf16,fp8_e4m3    how 0.1 rounds, bit by bit
