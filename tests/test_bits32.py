@@ -155,7 +155,11 @@ def _direct_table(f):
     ones unless saturating or flushing."""
     def table(saturate, ftz):
         if f.emin != -126:
-            return bits32_direct.KERNELS
+            if bits32_direct.rne_by_addition(f):
+                return bits32_direct.KERNELS
+            # C beyond float32's range: rne takes the integer kernel directly
+            integer = {(RNE, c): bits32_direct.KERNELS[RNE, c].integer for c in (True, False)}
+            return {**bits32_direct.KERNELS, **integer}
         if f.exponent_bits == 8 and f.has_inf and f.nan == "ieee" and not (saturate or ftz):
             return bits32_direct.PLAIN_KERNELS
         return bits32_direct.FULL_KERNELS

@@ -646,8 +646,9 @@ class NearestEven:
     """Round-to-nearest-even's kernel for the formats without float32's
     exponent range, called like the others: the float32 addition's kernel,
     and where it answers :data:`NOT_NEAREST` (a program changed the
-    processor's rounding, or a format whose C leaves float32's range) the
-    integer one, which numba compiles only then. Each holds one route's
+    processor's rounding) the integer one, which numba compiles only then.
+    A format whose C leaves float32's range (none registered) is given the
+    integer kernel directly (:func:`kernel`). Each holds one route's
     loops: as one kernel with both, rne took twice as long as rtz to
     compile (fp8 E4M3: 13.9 s against 8.1 s), on every first run."""
 
@@ -706,4 +707,10 @@ def kernel(fmt: Any, mode: int, codes: bool, saturate: bool = False, ftz: bool =
     values, for those ``saturate`` and ``ftz`` options."""
     if plain(fmt, saturate, ftz):
         return PLAIN_KERNELS[mode, codes]
-    return (FULL_KERNELS if full_range(fmt) else KERNELS)[mode, codes]
+    if full_range(fmt):
+        return FULL_KERNELS[mode, codes]
+    if mode == RNE and not rne_by_addition(fmt):
+        # C would leave float32's range: the addition kernel would only answer
+        # NOT_NEAREST, so go straight to the integer one (and compile only it)
+        return KERNELS[RNE, codes].integer
+    return KERNELS[mode, codes]
