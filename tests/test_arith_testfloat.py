@@ -1,21 +1,25 @@
 """lowprec.arith against Berkeley TestFloat 3e vectors for binary16 (all six modes).
 
+The full vectors when ``../shared/testfloat`` (or ``$LOWPREC_SHARED/testfloat``) is
+there, else the subset shipped in ``tests/data/testfloat`` (``tests/data/README.md``).
+
 Every result must match bit for bit (a NaN result matches any NaN, the
 vectors' README) and every flag byte must match exactly. Operands are passed
 as codes, so signaling-NaN operands keep their meaning.
 """
 
 import gzip
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _shared_data import data_dir, missing
 
 import lowprec as lp
 
-# ../shared next to the checkout (LOWPREC_SHARED overrides, e.g. for a git worktree).
-TESTFLOAT = Path(os.environ.get("LOWPREC_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "testfloat"
+# The full vectors in ../shared (LOWPREC_SHARED overrides), else the subset in tests/data.
+TESTFLOAT, FULL = data_dir("testfloat")
+#: Cases per file: the full level-1 set of a two-operand op, or the shipped subset's least.
+MIN_CASES = {"sqrt": 2448, "mulAdd": 100_000 if FULL else 1900}
 MODES = ["rne", "rna", "rtz", "rdown", "rup", "odd"]
 OPS = {"add": (lp.add, 2), "sub": (lp.sub, 2), "mul": (lp.mul, 2), "div": (lp.div, 2),
        "sqrt": (lp.sqrt, 1), "mulAdd": (lp.fma, 3)}
@@ -24,9 +28,10 @@ OPS = {"add": (lp.add, 2), "sub": (lp.sub, 2), "mul": (lp.mul, 2), "div": (lp.di
 def _load(op: str, mode: str) -> np.ndarray:
     path = TESTFLOAT / f"f16_{op}.{mode}.txt.gz"
     if not path.exists():
-        pytest.skip(f"TestFloat vectors not found at {path} (../shared/testfloat)")
+        pytest.skip(missing(path))
     with gzip.open(path, "rt") as fh:
         rows = [[int(t, 16) for t in line.split()] for line in fh if line.strip()]
+    assert len(rows) >= MIN_CASES.get(op, 46_464 if FULL else 1900), path
     return np.array(rows, dtype=np.int64)
 
 
