@@ -38,7 +38,7 @@ how much faster a plain compiled copy runs on two threads than on one.
     python benchmarks/bench_round.py --quick            # a few formats, 10**6 values
     python benchmarks/bench_round.py                    # everything, 10**7 values
     python benchmarks/bench_round.py --formats fp4_e2m1 --modes rne rtz
-    python benchmarks/bench_round.py --cpfloat ~/cpfloat/src --readme README.md  # the README's
+    python benchmarks/bench_round.py --cpfloat ~/cpfloat/src --readme docs/performance.md  # its table
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--markdown", metavar="FILE",
                    help="also write the per-format summary as a Markdown table")
     p.add_argument("--readme", metavar="README",
-                   help="replace the summary table between README's <!-- bench_round --> "
+                   help="replace the summary table between the file's <!-- bench_round --> "
                         "markers with this run's")
     args = p.parse_args(argv)
     n = args.n or (10**6 if args.quick else 10**7)
@@ -381,7 +381,7 @@ def replace_block(path: str, table: str) -> None:
 def markdown(summary: dict[str, dict[str, list[float]]], n: int, args: argparse.Namespace,
              load: str) -> str:
     """The per-format summary: the worst (smallest) ratio over every mode and data
-    set, one thread unless said; the README's speed table."""
+    set, one thread unless said; the table of docs/performance.md."""
     def worst(cell: dict[str, list[float]], key: str) -> str:
         """The smallest ratio, and the median in brackets (one slow timing on a
         shared machine is the smallest more often than the code is)."""

@@ -19,10 +19,13 @@ Tables:
 ``formats``
     ``lowprec info`` (derived from the format definitions; exact).
 ``speed``
-    Not regenerated automatically: its numbers are timings from the benchmark scripts,
-    which vary between runs on a shared machine by more than their differences (the
-    README states the noise). ``--check`` verifies that every row names a benchmark script
-    that exists; ``--speed`` runs the demo once and prints its wall time to compare by hand.
+    The README's summary and the full tables of ``docs/performance.md`` (the sections
+    headed ``## Speed``). Not regenerated automatically: their numbers are timings from
+    the benchmark scripts, which vary between runs on a shared machine by more than their
+    differences (``docs/performance.md`` states the noise; ``bench_round.py --readme
+    docs/performance.md`` rewrites its per-format table). ``--check`` verifies that every
+    row of both names a benchmark script that exists; ``--speed`` runs the demo once and
+    prints its wall time to compare by hand.
 
 Usage::
 
@@ -45,6 +48,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: Which tables each file holds.
 FILES = {"README.md": ("demo", "formats"), "docs/training.md": ("demo",)}
+#: The files whose ``## Speed`` section cites benchmark scripts row by row.
+SPEED_FILES = ("README.md", "docs/performance.md")
 MARK = re.compile(r"(<!-- table:(?P<name>\w+) [^>]*-->\n```text\n)(?P<body>.*?)(```\n"
                   r"<!-- /table:(?P=name) -->)", re.DOTALL)
 
@@ -86,8 +91,11 @@ def replace_tables(text: str, fresh: dict[str, str]) -> str:
 
 
 def speed_rows_cite_scripts(text: str) -> list[str]:
-    """Problems with the README's speed table: rows that cite no existing benchmark."""
-    section = text.split("## Speed", 1)[1].split("\n## ", 1)[0]
+    """Problems with a speed table (the ``## Speed`` section of the README or of
+    docs/performance.md): rows that cite a benchmark script that does not exist."""
+    if "\n## Speed\n" not in text:
+        return ["no '## Speed' section"]
+    section = text.split("\n## Speed\n", 1)[1].split("\n## ", 1)[0]
     problems = []
     for line in section.splitlines():
         if not line.startswith("| ") or line.startswith(("| what", "|---")):
@@ -128,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
                 stale.append(f"{rel}: table {name!r} differs from what the code prints")
         if args.write:
             path.write_text(replace_tables(text, fresh), encoding="utf-8")
-    problems = speed_rows_cite_scripts((ROOT / "README.md").read_text(encoding="utf-8"))
+    problems = [f"{rel}: {problem}" for rel in SPEED_FILES
+                for problem in speed_rows_cite_scripts((ROOT / rel).read_text(encoding="utf-8"))]
     for line in (stale if args.check else []) + problems:
         print(line)
     if args.write:

@@ -60,3 +60,27 @@ def test_readme_opens_with_the_two_commands():
     assert test_command == 'pip install -e ".[test,torch]" && pytest'
     ci = (README.parent / ".ci" / "run").read_text()
     assert ci.rstrip().splitlines()[-1] == test_command
+
+
+def test_readme_stays_short():
+    """Readable in minutes: measurements live in docs/ (performance.md, correctness.md,
+    tensorcores.md), the README keeps one short summary, and no table cell runs long."""
+    text = README.read_text()
+    assert len(text.splitlines()) <= 300
+    cells = [cell for line in text.splitlines() if line.startswith("|")
+             for cell in line.strip("|").split(" | ")]
+    assert cells and max(len(c) for c in cells) <= 300, max(cells, key=len)
+    docs = README.parent / "docs"
+    for page in ("performance.md", "correctness.md", "tensorcores.md"):
+        assert f"(docs/{page}" in text and (docs / page).is_file(), page
+
+
+def test_readme_links_resolve():
+    """Every relative link of the README and of the pages that took its measurements
+    names a file that exists (anchors are not checked)."""
+    root = README.parent
+    pages = [README] + [root / "docs" / p for p in ("performance.md", "tensorcores.md")]
+    for page in pages:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" not in target:
+                assert (page.parent / target).exists(), (page.name, target)

@@ -47,13 +47,28 @@ def test_demo_table_is_a_fresh_demo_run(script):
         assert _committed(rel)["demo"] == fresh, f"{rel}: run scripts/readme_tables.py --write"
 
 
-def test_speed_rows_cite_existing_benchmarks(script):
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+@pytest.mark.parametrize("rel", ["README.md", "docs/performance.md"])
+def test_speed_rows_cite_existing_benchmarks(script, rel):
+    """The README's speed summary and the full tables of docs/performance.md."""
+    assert rel in script.SPEED_FILES
+    text = (ROOT / rel).read_text(encoding="utf-8")
     assert script.speed_rows_cite_scripts(text) == []
     broken = text.replace("bench_train.py", "bench_gone.py")
     problems = script.speed_rows_cite_scripts(broken)  # one per row that cited bench_train
     assert problems and set(problems) == {
         "speed row cites benchmarks/bench_gone.py, which does not exist"}
+    assert script.speed_rows_cite_scripts(text.replace("## Speed", "## Sped")) == [
+        "no '## Speed' section"]
+
+
+def test_speed_rows_are_timed_by_a_named_script(script):
+    """Every row of the README's summary names the benchmark that measured it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Speed\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines()
+            if line.startswith("| ") and not line.startswith(("| what", "|---"))]
+    assert len(rows) >= 8
+    assert all(re.search(r"`bench_\w+\.py", row) for row in rows), rows
 
 
 def test_replace_tables_rewrites_only_the_marked_body(script):
