@@ -75,12 +75,28 @@ def test_readme_stays_short():
         assert f"(docs/{page}" in text and (docs / page).is_file(), page
 
 
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a Markdown page's headings: lower case, punctuation dropped,
+    spaces to hyphens."""
+    heads = re.findall(r"^#+ (.*)$", page.read_text(), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in heads}
+
+
+def test_anchor_rule():
+    assert _anchors(README) >= {"a-short-tour", "the-main-job-lowprec-demo", "speed"}
+
+
 def test_readme_links_resolve():
     """Every relative link of the README and of the pages that took its measurements
-    names a file that exists (anchors are not checked)."""
+    names a file that exists, and a heading of it where the link names one."""
     root = README.parent
-    pages = [README] + [root / "docs" / p for p in ("performance.md", "tensorcores.md")]
+    pages = [README] + [root / "docs" / p for p in ("performance.md", "tensorcores.md",
+                                                   "formats.md")]
     for page in pages:
-        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
-            if "://" not in target:
-                assert (page.parent / target).exists(), (page.name, target)
+        for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)]*))?\)", page.read_text()):
+            if "://" in target:
+                continue
+            path = page.parent / target if target else page
+            assert path.exists(), (page.name, target)
+            if anchor and path.suffix == ".md":
+                assert anchor in _anchors(path), (page.name, target, anchor)
