@@ -45,3 +45,10 @@ def missing(path: Path) -> str:
     return (f"{path} not found: neither the full set ({shared_root() / kind}; set "
             f"LOWPREC_SHARED to the folder holding {kind}/) nor the subset shipped in "
             f"tests/data/{kind} is there. The full set: {SOURCES[kind]}")
+
+
+def full_set_missing(*kinds: str) -> str:
+    """The skip reason of a test that compares the shipped subset with the full sets."""
+    return (f"compares tests/data with the full sets, not found under {shared_root()} (set "
+            "LOWPREC_SHARED to the folder holding " + " and ".join(f"{k}/" for k in kinds)
+            + "): " + "; ".join(SOURCES[k] for k in kinds))

@@ -8,7 +8,7 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-from _shared_data import SHIPPED, SOURCES, data_dir, missing, shared_root
+from _shared_data import SHIPPED, SOURCES, data_dir, full_set_missing, missing, shared_root
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,8 +41,7 @@ def test_the_subset_is_small_and_carries_its_licences():
 def _full_sets() -> Path:
     shared = shared_root()
     if not (shared / "testfloat").is_dir() or not (shared / "tensorcores").is_dir():
-        pytest.skip(f"compares the subset with the full sets, not found under {shared} "
-                    f"(set LOWPREC_SHARED): {SOURCES['testfloat']}; {SOURCES['tensorcores']}")
+        pytest.skip(full_set_missing("testfloat", "tensorcores"))
     return shared
 
 
@@ -108,3 +107,6 @@ def test_skips_name_where_the_full_data_comes_from(monkeypatch, tmp_path):
         assert SOURCES[kind] in text
     assert "jhauser.us" in SOURCES["testfloat"]
     assert "MATLAB-tensor-core" in SOURCES["tensorcores"]
+    both = full_set_missing("testfloat", "tensorcores")
+    assert str(tmp_path) in both and SOURCES["testfloat"] in both
+    assert SOURCES["tensorcores"] in both

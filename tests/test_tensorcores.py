@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _shared_data import data_dir, missing
+from _shared_data import SHIPPED, data_dir, full_set_missing, missing
 
 import lowprec as lp
 from lowprec.cli import main
@@ -52,9 +52,12 @@ def _matched(got: np.ndarray, want: np.ndarray) -> int:
 # Hopper and Blackwell matches these counts (README table), Ada matches all.
 FP8_FP16_FLOOR = {("H100", "fp8_e4m3"): 3931, ("H100", "fp8_e5m2"): 4212,
                   ("B200", "fp8_e4m3"): 3929, ("B200", "fp8_e5m2"): 4241}
-if not FULL:  # the same rule's counts on the shipped subset (lines 0, 10, 20, ...)
-    FP8_FP16_FLOOR = {("H100", "fp8_e4m3"): 390, ("H100", "fp8_e5m2"): 424,
-                      ("B200", "fp8_e4m3"): 394, ("B200", "fp8_e5m2"): 427}
+# The same rule's counts on the shipped subset (lines 0, 10, 20, ...; checked against the
+# full files by test_subset_counts_are_the_full_sets_lines).
+SUBSET_FLOOR = {("H100", "fp8_e4m3"): 390, ("H100", "fp8_e5m2"): 424,
+                ("B200", "fp8_e4m3"): 394, ("B200", "fp8_e5m2"): 427}
+if not FULL:
+    FP8_FP16_FLOOR = SUBSET_FLOOR
 
 
 def test_every_measured_file(cases):
@@ -70,6 +73,26 @@ def test_every_measured_file(cases):
         else:
             assert n >= FP8_FP16_FLOOR[(case.gpu, case.inputs)], report[-1]
     print("\n".join(report))
+
+
+def test_subset_counts_are_the_full_sets_lines(cases):
+    """The shipped subset's FP8/FP16 counts are the full files' matches on lines 0, 10,
+    20, ... (so the subset floors above say the same as the full ones)."""
+    if not FULL:
+        pytest.skip(full_set_missing("tensorcores"))
+    subset = {(c.gpu, c.inputs, c.output): c for c in iter_tensorcore_files(
+        SHIPPED / "tensorcores")}
+    floors = SUBSET_FLOOR
+    for case in cases:
+        if (case.gpu, case.inputs) not in floors or case.output != "fp16":
+            continue
+        got = lp.vecdot(case.a, case.b, case.c, inputs=case.inputs, output="fp16",
+                        model=case.gpu.lower())
+        same = got.astype(np.float32).view(np.uint32) == case.d.astype(np.float32).view(
+            np.uint32)
+        sub = subset[(case.gpu, case.inputs, "fp16")]
+        assert np.array_equal(sub.d, case.d[::10])
+        assert int(same[::10].sum()) == floors[(case.gpu, case.inputs)]
 
 
 def test_sibling_chips_are_their_architecture(cases):
