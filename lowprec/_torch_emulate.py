@@ -104,11 +104,18 @@ class Emulation:
         self._rounders: dict[tuple[str, str], Any] = {}
         self._hooked: set[int] = set()
         self._handles: list[Any] = []
+        # PyTorch's own modules are known at entry; the parameters of your own modules
+        # are checked after the first forward pass (each must reach a rounded op).
+        self._unchecked: dict[int, str] = {}
         for name, m in model.named_modules():
             if isinstance(m, STATED_MODULES):
                 self.stated.add(type(m).__name__)
             elif not isinstance(m, COVERED) and any(True for _ in m.parameters(recurse=False)):
-                self.not_emulated.append(f"{name or 'model'} ({type(m).__name__})")
+                if type(m).__module__.startswith("torch."):
+                    self.not_emulated.append(f"{name or 'model'} ({type(m).__name__})")
+                else:
+                    for pn, p in m.named_parameters(recurse=False):
+                        self._unchecked[id(p)] = f"{name or 'model'}.{pn}"
         if self.not_emulated:
             self._refuse(", ".join(self.not_emulated))
         for name, m in model.named_modules():
@@ -163,6 +170,12 @@ class Emulation:
         if self._entered:
             self._entered -= 1
             self.mode.__exit__(None, None, None)
+            if self._unchecked and module is not None:
+                left = sorted(self._unchecked.values())
+                self._unchecked.clear()
+                what = ", ".join(f"{n} (a parameter no rounded op read)" for n in left)
+                self.not_emulated.extend(left)
+                self._refuse(what)
 
     # -- the handler SiteMode calls
     def seen(self, name: str, what: str) -> None:
@@ -202,6 +215,10 @@ class Emulation:
 
     def op(self, op: str, func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
         args = list(args)
+        if self._unchecked:
+            for t in (*args, *kwargs.values()):
+                for u in (t if isinstance(t, (list, tuple)) else (t,)):
+                    self._unchecked.pop(id(u), None)
         st = self.stack
         if op in LINEAR.values() or op == "embedding":
             w = args[1] if len(args) > 1 else kwargs.get("weight")

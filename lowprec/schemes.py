@@ -14,8 +14,10 @@ of storing a tensor takes these names:
 * :func:`lowprec.quant_error.compare_schemes` and the CLI (``lowprec inspect --recipes``,
   ``lowprec inspect --list-recipes``) accept them.
 
-Every name of :data:`SCHEMES` is accepted by all of these; there is no refusal to
-document. Names: the table's (``lowprec.schemes.list_schemes()``) and, for every scheme
+Every name of :data:`SCHEMES` is accepted by all of these, except the refusals written
+in the table itself (:attr:`Scheme.refused`: ``compare_schemes`` measures one tensor, so
+it has no loss scale and no amax history for ``fp16_loss_scale`` and the delayed
+recipes). Names: the table's (``lowprec.schemes.list_schemes()``) and, for every scheme
 but ``fp16_loss_scale``, the same name with ``_sr`` (stochastic rounding of the
 elements, e.g. ``bf16_sr``, ``mxfp4_rceil_sr``).
 
@@ -68,6 +70,8 @@ class Scheme:
         For ``mx``: ``floor`` (the spec's), ``ceil``, ``rceil`` or ``even``.
     mode:
         The rounding mode of the elements: ``"rne"`` or ``"stochastic"``.
+    refused:
+        The parts that refuse the scheme, with the reason (the only refusals there are).
     """
 
     name: str
@@ -76,6 +80,8 @@ class Scheme:
     description: str
     scale_rule: str = "floor"
     mode: str = "rne"
+    #: The parts of lowprec that refuse this scheme, and why: ``((part, reason), ...)``.
+    refused: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -109,6 +115,10 @@ class Scheme:
         return float(self.element.width)
 
 
+_NO_HISTORY = ("compare_schemes sees one tensor, with no earlier steps' amax: use "
+               "'per_tensor:FMT' (current scaling), or inspect.report over the steps")
+
+
 def _plain(name: str, desc: str) -> Scheme:
     return Scheme(name, "cast", name, desc)
 
@@ -125,15 +135,20 @@ _TABLE: list[Scheme] = [
     _plain("fp4_e2m1", "FP4 E2M1 without a scale; saturates at 6"),
     Scheme("fp16_loss_scale", "loss_scale", "fp16",
            "fp16 after multiplying by the loss scale (given, or the one GradScaler settles on);"
-           " only gradients are scaled"),
+           " only gradients are scaled",
+           refused=(("quant_error", "compare_schemes measures one tensor as stored, with no "
+                     "loss scale: use 'cast:fp16' on the scaled tensor, or "
+                     "inspect.report(..., loss_scale=S)"),)),
     Scheme("fp8_e4m3_current", "current", "fp8_e4m3",
            "E4M3 with one scale from this tensor's amax (current scaling), saturating"),
     Scheme("fp8_e5m2_current", "current", "fp8_e5m2",
            "E5M2 with one scale from this tensor's amax (current scaling), saturating"),
     Scheme("fp8_e4m3_delayed", "delayed", "fp8_e4m3",
-           "E4M3 with the scale from earlier steps' amax (Transformer Engine delayed scaling)"),
+           "E4M3 with the scale from earlier steps' amax (Transformer Engine delayed scaling)",
+           refused=(("quant_error", _NO_HISTORY),)),
     Scheme("fp8_e5m2_delayed", "delayed", "fp8_e5m2",
-           "E5M2 with the scale from earlier steps' amax (Transformer Engine delayed scaling)"),
+           "E5M2 with the scale from earlier steps' amax (Transformer Engine delayed scaling)",
+           refused=(("quant_error", _NO_HISTORY),)),
 ]
 for _mxf in mx.MX_FORMATS:
     if _mxf == "mxint8":

@@ -75,8 +75,12 @@ _check_fits = check_fits
 
 def _kind_of_param(pname: str) -> str:
     """The kind a parameter is recorded as: ``weight`` for ``weight`` and ``*_weight``
-    (a MultiheadAttention's ``in_proj_weight``), else its own name (``bias``)."""
-    return "weight" if pname == "weight" or pname.endswith("_weight") else pname
+    (a MultiheadAttention's ``in_proj_weight``), ``bias`` for ``bias`` and ``*_bias``,
+    else its own name."""
+    for kind in ("weight", "bias"):
+        if pname == kind or pname.endswith("_" + kind):
+            return kind
+    return pname
 
 
 def _round_tensor(t: torch.Tensor, fmt: FloatFormat, mode: str, saturate: bool,
