@@ -34,6 +34,10 @@ from .train.quant import make_rounder
 
 __all__ = ["Emulation"]
 
+#: The op name of the functions whose compute dtype ``_run`` asks for.
+_OP_OF = {**{f: n for f, n in LINEAR.items()}, torch.einsum: "einsum",
+          torch.nn.functional.embedding: "embedding"}
+
 _DTYPE_FORMATS = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
 
 
@@ -77,11 +81,20 @@ class _Apply(torch.autograd.Function):
 
 
 def numpy_apply(t: torch.Tensor, fn: Any) -> torch.Tensor:
+    """``fn`` (numpy in, numpy out) on ``t``; a ValueError when the rounded values are
+    not all values of ``t``'s dtype (a scaled value past float16's range: it would be
+    rounded a second time)."""
     src = t.detach().cpu()
-    if src.dtype in (torch.float16, torch.bfloat16):
+    half = src.dtype in (torch.float16, torch.bfloat16)
+    if half:
         src = src.float()  # exact
     out = np.ascontiguousarray(fn(src.numpy()))
-    return torch.from_numpy(out).to(device=t.device, dtype=t.dtype)
+    res = torch.from_numpy(out).to(device=t.device, dtype=t.dtype)
+    if half and not np.array_equal(res.detach().cpu().float().numpy(), out, equal_nan=True):
+        raise ValueError(f"the rounded values do not all fit {t.dtype} (a scaled format's "
+                         f"values past its range), so they would be rounded twice; run "
+                         f"this op in float32 (outside autocast) or choose another scheme")
+    return res
 
 
 class Emulation:
@@ -102,6 +115,7 @@ class Emulation:
         self.stated: set[str] = set()
         self._rng = np.random.default_rng(seed)
         self._rounders: dict[tuple[str, str], Any] = {}
+        self._promoted: torch.dtype | None = None
         self._hooked: set[int] = set()
         self._handles: list[Any] = []
         # PyTorch's own modules are known at entry; the parameters of your own modules
@@ -192,10 +206,42 @@ class Emulation:
         if q is None:
             return t
         dt = compute_dtype(op, t)
+        if q.scaling != "none" and dt in (torch.float16, torch.bfloat16):
+            # A scaled format's values (elements times a scale) are dequantized in float32
+            # and multiplied in float32, as an FP8/MX GEMM does; the output is cast to the
+            # dtype the op would have given (see _run).
+            self._promoted = dt
+            return _Apply.apply(t.float(), self._rounders[site, kind], None)
         if dt != t.dtype:
             t = t.to(dt)  # what autocast casts it to anyway
         check_fits(element(q), dt)
         return _Apply.apply(t, self._rounders[site, kind], None)
+
+    def _run(self, func: Any, args: list[Any], kwargs: dict[str, Any], site: str,
+             param: Any = None) -> Any:
+        """``func(*args, **kwargs)`` with the output-gradient rounding of ``site``; after
+        a scaled rounding of a float16/bfloat16 operand, or before a scaled rounding of
+        its output gradient, in float32 with autocast off, the result cast to that dtype
+        after the gradient point (so the gradient is rounded in float32, as the GEMM
+        that consumes it would read it)."""
+        low, self._promoted = self._promoted, None
+        first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+        qg = self.policy.quant(site, "output_grad")
+        if low is None and qg is not None and qg.scaling != "none" and first is not None:
+            dt = compute_dtype(_OP_OF.get(func, "matmul"), first)
+            low = dt if dt in (torch.float16, torch.bfloat16) else None
+        if low is None:
+            return self._grad(site, func(*args, **kwargs), param)
+
+        def up(a: Any) -> Any:
+            if isinstance(a, (list, tuple)):
+                return type(a)(up(b) for b in a)
+            return a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+
+        dev = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
+        with torch.autocast(dev, enabled=False):
+            out = func(*up(list(args)), **{k: up(v) for k, v in kwargs.items()})
+        return self._grad(site, out, param).to(low)
 
     def _grad(self, site: str, out: Any, param: Any = None) -> Any:
         if param is not None and id(param) not in self._hooked and param.requires_grad:
@@ -215,6 +261,7 @@ class Emulation:
 
     def op(self, op: str, func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
         args = list(args)
+        self._promoted = None
         if self._unchecked:
             for t in (*args, *kwargs.values()):
                 for u in (t if isinstance(t, (list, tuple)) else (t,)):
@@ -229,7 +276,7 @@ class Emulation:
                 args[1] = self._round(site, "weight", w, op)
             else:
                 kwargs["weight"] = self._round(site, "weight", w, op)
-            return self._grad(site, func(*args, **kwargs), w if id(w) in st.owner else None)
+            return self._run(func, args, kwargs, site, w if id(w) in st.owner else None)
         if op == "einsum":
             eq, ops = einsum_operands(args)
             if len(ops) != 2:
@@ -239,8 +286,8 @@ class Emulation:
             kb = b_kind(st, ops[1])
             a = self._round(site, "input", ops[0], op)
             b = self._round(site, kb, ops[1], op)
-            out = func(eq, a, b, **kwargs)
-            return self._grad(site, out, ops[1] if kb == "weight" else None)
+            return self._run(func, [eq, a, b], kwargs, site,
+                             ops[1] if kb == "weight" else None)
         if op == "sdpa":
             return self._sdpa(func, args, kwargs)
         i = 1 if op in ("addmm", "baddbmm") else 0  # input + a @ b: a, b at 1, 2
@@ -249,7 +296,7 @@ class Emulation:
         site = site_of(st, op, b if kb == "weight" else None)
         args[i] = self._round(site, "input", a, op)
         args[i + 1] = self._round(site, kb, b, op)
-        return self._grad(site, func(*args, **kwargs), b if kb == "weight" else None)
+        return self._run(func, args, kwargs, site, b if kb == "weight" else None)
 
     def _sdpa(self, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Attention as two rounded matmuls around a float32 softmax (see the module
@@ -270,9 +317,10 @@ class Emulation:
             return func(*args, **kwargs)
         scale = kw.get("scale")
         scale = 1.0 / math.sqrt(q.size(-1)) if scale is None else scale
+        self._promoted = None
         qr = self._round(s_site, "input", q, "sdpa")
         kr = self._round(s_site, "input_b", k, "sdpa")
-        scores = self._grad(s_site, torch.matmul(qr, kr.transpose(-2, -1)) * scale)
+        scores = self._run(torch.matmul, [qr, kr.transpose(-2, -1)], {}, s_site) * scale
         L, S = q.size(-2), k.size(-2)
         if kw.get("is_causal"):
             causal = torch.ones(L, S, dtype=torch.bool, device=q.device).tril()
@@ -286,9 +334,10 @@ class Emulation:
         dropout = kw.get("dropout_p") or 0.0
         if dropout > 0:
             p = torch.dropout(p, dropout, True)
+        self._promoted = None
         pr = self._round(v_site, "input", p, "sdpa")
         vr = self._round(v_site, "input_b", v, "sdpa")
-        return self._grad(v_site, torch.matmul(pr, vr))
+        return self._run(torch.matmul, [pr, vr], {}, v_site)
 
     # -- removal
     def remove(self) -> None:

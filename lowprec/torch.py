@@ -426,9 +426,11 @@ def emulate(model: torch.nn.Module, policy: Policy | str, *, seed: int = 0,
     ``recommend(...).policy()`` gives) win over its roles (``activations`` for inputs,
     ``weights``, ``act_grads``, ``weight_grads``). Forward roundings have identity
     gradients; scaled schemes keep their state per point (delayed amax history), MX and
-    NVFP4 scale blocks along the last axis. Under autocast an operand is first cast to
-    the dtype the op computes in, then rounded (a format that does not fit it raises:
-    it would be rounded twice). Norms and softmax run as PyTorch runs them, unrounded
+    NVFP4 scale blocks along the last axis. Under autocast an operand in a plain format
+    is first cast to the dtype the op computes in, then rounded (a format that does not
+    fit it raises: it would be rounded twice); a scaled scheme's values are not
+    bfloat16/float16 values, so such an op is formed in float32 from the float32 operand
+    rounded, as an FP8/MX GEMM does, and its result cast to the dtype the op gives. Norms and softmax run as PyTorch runs them, unrounded
     (``Emulation.stated``). Modules holding parameters that no site covers (an LSTM,
     ``nn.Bilinear``...) and the ops lowprec does not round are listed in a warning,
     ``not emulated: ...`` (``strict=True``: a ValueError instead).

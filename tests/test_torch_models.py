@@ -132,39 +132,47 @@ def _rounder(preset: str):
 
 
 def _ref_forward(name, model, x, preset, autocast):
-    """The model's forward written out op by op, rounding what the preset rounds."""
+    """The model's forward written out op by op, rounding what the preset rounds: an
+    unscaled format rounds the operand as the op computes it (autocast's dtype); a scaled
+    one (fp8's delayed scaling, MX) rounds it in float32 and the product is formed in
+    float32, its result cast to the dtype the op gives (an FP8/MX GEMM)."""
     rnd = _rounder(preset)
     low = torch.bfloat16 if autocast else torch.float32
+    scaled = preset != "bf16-master"
 
-    def R(t):  # the operand as the op computes it (autocast's dtype), rounded
-        return rnd(t.to(low))
+    def mm(func, a, b, *rest, tb=lambda t: t):
+        if scaled and autocast:
+            with torch.autocast("cpu", enabled=False):
+                extra = [r.float() if isinstance(r, torch.Tensor) else r for r in rest]
+                return func(rnd(a.float()), tb(rnd(b.float())), *extra).to(low)
+        return func(rnd(a.to(low)), tb(rnd(b.to(low))), *rest)
 
     if name == "mlp":
-        h = torch.relu(F.linear(R(x), R(model[0].weight), model[0].bias))
-        return F.linear(R(h), R(model[2].weight), model[2].bias)
+        h = torch.relu(mm(F.linear, x, model[0].weight, model[0].bias))
+        return mm(F.linear, h, model[2].weight, model[2].bias)
     if name == "cnn":
-        c = F.conv2d(R(x), R(model.conv.weight), model.conv.bias, padding=1)
+        c = mm(F.conv2d, x, model.conv.weight, model.conv.bias, 1, 1)
         bn = model.bn
         h = F.batch_norm(c, bn.running_mean.clone(), bn.running_var.clone(), bn.weight, bn.bias,
                          True, bn.momentum, bn.eps)
         h = F.max_pool2d(torch.relu(h), 2).flatten(1)
-        return F.linear(R(h), R(model.fc.weight), model.fc.bias)
+        return mm(F.linear, h, model.fc.weight, model.fc.bias)
     enc, mha = model.enc, model.enc.self_attn
     N, L, E = x.shape
     H, D = mha.num_heads, E // mha.num_heads
     xt = x.transpose(1, 0)
-    proj = F.linear(R(xt), R(mha.in_proj_weight), mha.in_proj_bias)
+    proj = mm(F.linear, xt, mha.in_proj_weight, mha.in_proj_bias)
     proj = proj.unflatten(-1, (3, E)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
     q, k, v = (proj[i].view(L, N * H, D).transpose(0, 1).view(N, H, L, D) for i in range(3))
-    s = torch.matmul(R(q), R(k).transpose(-2, -1)) * (1.0 / math.sqrt(D))
+    s = mm(torch.matmul, q, k, tb=lambda t: t.transpose(-2, -1)) * (1.0 / math.sqrt(D))
     p = torch.softmax(s, dim=-1)
-    o = torch.matmul(R(p), R(v)).permute(2, 0, 1, 3).reshape(L * N, E)
-    sa = F.linear(R(o), R(mha.out_proj.weight), mha.out_proj.bias).view(L, N, E).transpose(1, 0)
+    o = mm(torch.matmul, p, v).permute(2, 0, 1, 3).reshape(L * N, E)
+    sa = mm(F.linear, o, mha.out_proj.weight, mha.out_proj.bias).view(L, N, E).transpose(1, 0)
     h = enc.norm1(x + sa)
-    ff = F.linear(R(torch.relu(F.linear(R(h), R(enc.linear1.weight), enc.linear1.bias))),
-                  R(enc.linear2.weight), enc.linear2.bias)
+    ff = mm(F.linear, torch.relu(mm(F.linear, h, enc.linear1.weight, enc.linear1.bias)),
+            enc.linear2.weight, enc.linear2.bias)
     h = enc.norm2(h + ff)
-    return F.linear(R(h.mean(1)), R(model.head.weight), model.head.bias)
+    return mm(F.linear, h.mean(1), model.head.weight, model.head.bias)
 
 
 # bf16-master under bf16 autocast rounds nothing more than autocast does: left out
@@ -191,6 +199,27 @@ def test_emulated_forward_equals_a_hand_written_reference(name, preset, autocast
                 "enc.self_attn.values", "enc.linear1", "enc.linear2", "head"} <= layers
         assert {"softmax", "LayerNorm"} <= emu.stated
     assert emu.not_emulated == []
+
+
+def test_fp16_autocast_and_formats_that_would_round_twice():
+    model, x, _ = _make("mlp")
+    ref_model = copy.deepcopy(model)
+    with lpt.emulate(model, "bf16-master"), torch.autocast("cpu", dtype=torch.float16):
+        with pytest.raises(ValueError, match="bf16 do not all fit torch.float16"):
+            model(x)
+    with lpt.emulate(model, "fp8"), torch.autocast("cpu", dtype=torch.float16):
+        got = model(x)
+    with torch.no_grad(), torch.autocast("cpu", enabled=False):  # fp8: a float32 product
+        r8 = _rounder("fp8")
+        h = torch.relu(F.linear(r8(x), r8(ref_model[0].weight), ref_model[0].bias)
+                       .to(torch.float16))
+        want = F.linear(r8(h.float()), r8(ref_model[2].weight), ref_model[2].bias)
+    assert got.dtype == torch.float16
+    np.testing.assert_array_equal(got.detach().float().numpy(),
+                                  want.to(torch.float16).float().numpy())
+    with pytest.raises(ValueError, match="do not all fit torch.bfloat16"):
+        with lpt.emulate(model, "fp16-amp"), _autocast(True):
+            model(x)
 
 
 def test_emulate_sees_functional_calls_and_refuses_what_it_cannot_round():
