@@ -222,6 +222,58 @@ def test_fp16_autocast_and_formats_that_would_round_twice():
             model(x)
 
 
+@pytest.mark.parametrize("conv, shape, fn", [
+    (torch.nn.Conv1d(3, 4, 3), (2, 3, 9), F.conv1d),
+    (torch.nn.Conv3d(2, 3, 2), (1, 2, 4, 4, 4), F.conv3d),
+    (torch.nn.ConvTranspose2d(2, 3, 2), (1, 2, 5, 5), F.conv_transpose2d)],
+    ids=["conv1d", "conv3d", "conv_transpose2d"])
+def test_convolutions_and_embeddings_round_as_the_policy_says(conv, shape, fn):
+    rnd = _rounder("bf16-master")
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        want = fn(rnd(x), rnd(conv.weight), conv.bias)
+        with lpt.emulate(conv, "bf16-master") as emu:
+            got = conv(x)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert not torch.equal(got, conv(x))
+    assert {p["role"] for p in emu.points} >= {"input", "weight", "output_grad"}
+    emb = torch.nn.Embedding(10, 8)
+    idx = torch.tensor([[1, 2, 9]])
+    with lpt.emulate(emb, "mxfp8") as emu:
+        got = emb(idx)
+    table = mx.quantize(emb.weight.detach().numpy(), "mxfp8_e4m3", axis=-1).dequantize()
+    np.testing.assert_array_equal(got.detach().numpy(), np.asarray(table, np.float32)[idx])
+    assert ("model", "weight") in {(p["layer"], p["role"]) for p in emu.points}
+
+
+def test_sdpa_in_your_own_code_is_two_rounded_matmuls():
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 4, 8, generator=g) for _ in range(3))
+    lin = torch.nn.Linear(8, 8)
+
+    class Attn(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.proj = lin
+
+        def forward(self, q, k, v):
+            return self.proj(F.scaled_dot_product_attention(q, k, v))
+
+    m = Attn()
+    rnd = _rounder("bf16-master")
+    with torch.no_grad():
+        p = torch.softmax(torch.matmul(rnd(q), rnd(k).transpose(-2, -1)) / math.sqrt(8), -1)
+        want = F.linear(rnd(torch.matmul(rnd(p), rnd(v))), rnd(lin.weight), lin.bias)
+        with lpt.emulate(m, "bf16-master") as emu:
+            got = m(q, k, v)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert {"model.scores", "model.values", "proj"} <= {p["layer"] for p in emu.points}
+    with lpt.capture(m) as cap:
+        m(q.requires_grad_(), k, v).sum().backward()
+    assert {"model.scores/input@0", "model.scores/input_b@0", "model.values/input_b@0",
+            "model.values/output_grad@0", "proj/input@0"} <= set(cap.samples)
+
+
 def test_emulate_sees_functional_calls_and_refuses_what_it_cannot_round():
     w = torch.nn.Parameter(torch.randn(8, 8))
 
