@@ -4,17 +4,19 @@ Needs the ``torch`` extra (``pip install lowprec[torch]``); ``import lowprec`` n
 imports torch.
 
 ``capture(model)``
-    Around your own training loop, records per layer and step the layer's input, the
-    gradient with respect to its output, its parameters and their gradients, as bounded
-    samples, and gives them to :func:`lowprec.inspect.report` (``cap.report()``).
+    Around your own training loop, records per site and step (a site: a linear or
+    convolution layer, a matmul, an embedding, the parts of attention, whether a module
+    or your own code calls it; :mod:`lowprec._torch_sites`) its input(s), its weight, the
+    gradient with respect to its output and the weight's gradient, as bounded samples,
+    and gives them to :func:`lowprec.inspect.report` (``cap.report()``).
 ``round_to(t, fmt)``
     :func:`lowprec.round_to` on a torch tensor, as an autograd function (identity
     gradient, or a rounded one when asked).
 ``emulate(model, policy)``
-    Makes every ``nn.Linear`` round its input, weight and output gradient (and weight
-    gradient) as a lowprec :class:`~lowprec.train.Policy` says, with the trainer's own
-    rounders (delayed FP8 scaling and MX included), so your model trains under that recipe
-    on a CPU.
+    Makes every site round its operands and output gradient (and weight gradient) as a
+    lowprec :class:`~lowprec.train.Policy` says, per layer and kind, with the trainer's
+    own rounders (delayed FP8 scaling and MX included), so your model trains under that
+    recipe on a CPU. Names of how a tensor is stored: :mod:`lowprec.schemes`.
 
 Memory bound of a capture (a fixed sample per tensor and step): every captured tensor
 keeps at most ``max_values`` values, a window of whole rows of its last axis at a random
@@ -387,9 +389,12 @@ def capture(model: torch.nn.Module, every: int = 1, max_values: int = 4096, *,
     """Record ``model``'s tensors every ``every`` training steps (see the module docstring).
 
     Use as ``with capture(model) as cap: <your training loop>``, then ``cap.report()``.
-    Hooks go on every module that holds parameters: its input, the gradient with respect
-    to its output, and its parameters named in ``params`` (default the ``weight``;
-    ``None``: all, biases included) and their gradients. A
+    In a captured step a ``TorchFunctionMode`` sees every site (the same sites and names
+    as :func:`emulate`: ``fc1``, ``attn`` for a MultiheadAttention's in-projection,
+    ``attn.out_proj``, ``attn.scores``...) and records its input(s) (in the dtype the op
+    computes in, autocast's when it is on), the gradient with respect to its output, and
+    its weight with the parameters named in ``params`` (default ``weight`` and
+    ``*_weight``; ``None``: all, biases included) and their gradients. A
     step is a training-mode forward pass of ``model`` with gradients enabled. ``scaler``:
     your ``torch.amp.GradScaler``, whose scale is read so that gradients are seen before
     and after the loss scale. Nothing changes what the model computes: the same losses and
