@@ -80,7 +80,7 @@ def test_every_name_is_measured_chosen_held_and_run_as_measured(name):
 def test_the_cli_lists_and_accepts_every_name(tmp_path, capsys):
     assert main(["inspect", "--list-recipes"]) == 0
     listed = capsys.readouterr().out
-    assert all(name in listed for name in SCHEMES)
+    assert all(name in listed for name in SCHEMES) and "NAME_sr" in listed
     path = tmp_path / "t.npz"
     np.savez(path, **{"fc/input": _x()})
     out = tmp_path / "out"
