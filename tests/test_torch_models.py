@@ -348,3 +348,14 @@ def test_capture_of_attention_records_projections_and_keeps_training_bit_identic
     _train(third, x, y, 3, False)
     np.testing.assert_array_equal(cap.samples["enc.self_attn/weight@3"].values,
                                   third.enc.self_attn.in_proj_weight.detach().numpy())
+
+
+def test_capture_under_autocast_records_what_the_op_computes_with():
+    model, x, y = _make("mlp")
+    with lpt.capture(model) as cap:
+        _train(model, x, y, 1, True)
+    np.testing.assert_array_equal(cap.samples["0/input@0"].values,
+                                  x.to(torch.bfloat16).float().numpy())
+    assert cap.samples["2/output_grad@0"].values.dtype == np.float32
+    rep = cap.report(["bf16", "fp8_e4m3"])
+    assert rep.row("0/input@0", "bf16")["sqnr_db"] == float("inf")  # already bf16
