@@ -11,7 +11,8 @@ Scheme specs are strings ``kind[:option[:option...]]`` (or :class:`Scheme`
 objects); options are ``key=value`` or flags:
 
 ==============================  ===============================================
-``cast:FMT``                    plain rounding to FMT, saturating (no scale)
+``cast:FMT``                    plain rounding to FMT, saturating (no scale);
+                                ``nosat``: overflow gives inf/NaN
 ``per_tensor:FMT``              one current scale (:func:`scaling.quantize_per_tensor`);
                                 options ``margin=N``, ``pow2``
 ``tiles:FMT``                   a scale per tile (:func:`scaling.quantize_tiles`);
@@ -20,6 +21,11 @@ objects); options are ``key=value`` or flags:
                                 ``rule=floor|ceil|rceil|even``, ``axis=-1``
 ``nvfp4``                       NVFP4 (:func:`nvfp4.quantize`); ``block=16``, ``axis=-1``
 ==============================  ===============================================
+
+Every name of the :mod:`lowprec.schemes` table is a spec too (``"fp8_e4m3_current"`` is
+``per_tensor:fp8_e4m3``, ``"mxfp4_rceil"`` is ``mxfp4:rule=rceil``, ``"fp16"`` is plain
+rounding without saturation, ``NAME_sr`` adds ``mode=stochastic``), except the ones the
+table marks as refused here (``fp16_loss_scale``, the delayed recipes).
 
 Every kind accepts ``mode=`` (a rounding mode; ``stochastic`` uses ``seed=``, 0
 by default). Examples: ``"per_tensor:fp8_e5m2:pow2"``, ``"mxfp4:block=16"``,
@@ -92,8 +98,11 @@ class Scheme:
         rng = np.random.default_rng(seed) if mode == "stochastic" else None
         if self.kind == "cast":
             f = get_format(self._element_format())
-            q = round_to(x, f, mode, saturate=True, rng=rng).astype(np.float64)
-            return q, np.full(x.shape, overflow_threshold(f)), float(f.width)
+            sat = not o.pop("nosat", False)
+            _no_more(o, self)
+            q = round_to(x, f, mode, saturate=sat, rng=rng).astype(np.float64)
+            lim = overflow_threshold(f) if sat or not (f.has_inf or f.has_nan) else np.inf
+            return q, np.full(x.shape, lim), float(f.width)
         if self.kind in ("per_tensor", "tiles"):
             pow2 = bool(o.pop("pow2", False))
             margin = int(o.pop("margin", 0))
@@ -129,6 +138,10 @@ def parse_scheme(spec: str | Scheme) -> Scheme:
         return spec
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"a scheme is a non-empty string or a Scheme, got {spec!r}")
+    if ":" not in spec:
+        table = _from_table(spec)
+        if table is not None:
+            return table
     parts = [p.strip() for p in spec.strip().split(":")]
     kind = parts[0].lower()
     kind = {"mxfp8": "mxfp8_e4m3", "mxfp6": "mxfp6_e3m2", "tile": "tiles"}.get(kind, kind)
@@ -146,6 +159,29 @@ def parse_scheme(spec: str | Scheme) -> Scheme:
         key, eq, value = opt.partition("=")
         options[key.strip().lower()] = value.strip() if eq else True
     return Scheme(kind, fmt, options, name=spec.strip())
+
+
+def _from_table(spec: str) -> Scheme | None:
+    """The :class:`Scheme` of a :mod:`lowprec.schemes` name (None if it is not one)."""
+    from .schemes import get_scheme
+
+    try:
+        s = get_scheme(spec)
+    except ValueError:
+        return None
+    for part, reason in s.refused:
+        if part == "quant_error":
+            raise ValueError(f"scheme {spec!r} is refused here: {reason}")
+    opts: dict[str, Any] = {"mode": "stochastic"} if s.mode == "stochastic" else {}
+    if s.kind == "cast":
+        return Scheme("cast", s.fmt, {"nosat": True, **opts}, name=s.name)
+    if s.kind == "current":
+        return Scheme("per_tensor", s.fmt, opts, name=s.name)
+    if s.kind == "mx":
+        return Scheme(s.fmt, None, {"rule": s.scale_rule, **opts}, name=s.name)
+    if s.kind == "nvfp4":
+        return Scheme("nvfp4", None, opts, name=s.name)
+    raise ValueError(f"scheme {spec!r} ({s.kind}) has no compare_schemes equivalent")
 
 
 @dataclass(frozen=True)

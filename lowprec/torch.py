@@ -4,17 +4,19 @@ Needs the ``torch`` extra (``pip install lowprec[torch]``); ``import lowprec`` n
 imports torch.
 
 ``capture(model)``
-    Around your own training loop, records per layer and step the layer's input, the
-    gradient with respect to its output, its parameters and their gradients, as bounded
-    samples, and gives them to :func:`lowprec.inspect.report` (``cap.report()``).
+    Around your own training loop, records per site and step (a site: a linear or
+    convolution layer, a matmul, an embedding, the parts of attention, whether a module
+    or your own code calls it; :mod:`lowprec._torch_sites`) its input(s), its weight, the
+    gradient with respect to its output and the weight's gradient, as bounded samples,
+    and gives them to :func:`lowprec.inspect.report` (``cap.report()``).
 ``round_to(t, fmt)``
     :func:`lowprec.round_to` on a torch tensor, as an autograd function (identity
     gradient, or a rounded one when asked).
 ``emulate(model, policy)``
-    Makes every ``nn.Linear`` round its input, weight and output gradient (and weight
-    gradient) as a lowprec :class:`~lowprec.train.Policy` says, with the trainer's own
-    rounders (delayed FP8 scaling and MX included), so your model trains under that recipe
-    on a CPU.
+    Makes every site round its operands and output gradient (and weight gradient) as a
+    lowprec :class:`~lowprec.train.Policy` says, per layer and kind, with the trainer's
+    own rounders (delayed FP8 scaling and MX included), so your model trains under that
+    recipe on a CPU. Names of how a tensor is stored: :mod:`lowprec.schemes`.
 
 Memory bound of a capture (a fixed sample per tensor and step): every captured tensor
 keeps at most ``max_values`` values, a window of whole rows of its last axis at a random
@@ -43,17 +45,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from lowprec import mx
+from lowprec._torch_emulate import Emulation, check_fits
+from lowprec._torch_sites import (
+    LINEAR,
+    STATED_MODULES,
+    ModuleStack,
+    SiteMode,
+    b_kind,
+    compute_dtype,
+    einsum_operands,
+    site_of,
+)
 from lowprec.formats import FloatFormat, get_format
 from lowprec.inspect import report as _report
 from lowprec.rounding import round_to as _lp_round_to
 from lowprec.train.policy import Policy, get_policy
-from lowprec.train.quant import make_rounder
 
 __all__ = ["Capture", "Emulation", "capture", "emulate", "round_to"]
-
-_DTYPE_FORMATS = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
-
 
 # ---------------------------------------------------------------- round_to in torch
 def _check_float(t: Any, what: str) -> None:
@@ -64,19 +72,17 @@ def _check_float(t: Any, what: str) -> None:
                         "(float16, bfloat16, float32, float64)")
 
 
-def _check_fits(fmt: FloatFormat, dtype: torch.dtype) -> None:
-    """Every value of ``fmt`` must be a value of ``dtype`` (else the result would be
-    rounded a second time on the way back)."""
-    if dtype == torch.float64:
-        return
-    if dtype not in _DTYPE_FORMATS:
-        raise TypeError(f"tensors of dtype {dtype} are not supported; use float16, bfloat16, "
-                        "float32 or float64")
-    d = get_format(_DTYPE_FORMATS[dtype])
-    if not (fmt.mantissa_bits <= d.mantissa_bits and fmt.emax <= d.emax
-            and fmt.smallest_subnormal_exponent >= d.smallest_subnormal_exponent):
-        raise ValueError(f"the values of {fmt.name} do not all fit {dtype}, so the result "
-                         f"would be rounded twice; convert the tensor first (t.float())")
+_check_fits = check_fits
+
+
+def _kind_of_param(pname: str) -> str:
+    """The kind a parameter is recorded as: ``weight`` for ``weight`` and ``*_weight``
+    (a MultiheadAttention's ``in_proj_weight``), ``bias`` for ``bias`` and ``*_bias``,
+    else its own name."""
+    for kind in ("weight", "bias"):
+        if pname == kind or pname.endswith("_" + kind):
+            return kind
+    return pname
 
 
 def _round_tensor(t: torch.Tensor, fmt: FloatFormat, mode: str, saturate: bool,
@@ -154,11 +160,14 @@ class Capture:
             raise ValueError(f"max_values must be an integer >= 32, got {max_values!r}")
         if max_steps is not None and (not isinstance(max_steps, int) or max_steps < 1):
             raise ValueError(f"max_steps must be a positive integer or None, got {max_steps!r}")
+        # the modules holding parameters (norms are computed, not stored: left out)
         self.layers = {name or "model": m for name, m in model.named_modules()
-                       if any(True for _ in m.parameters(recurse=False))}
-        #: per layer, the parameters recorded (with their gradients)
+                       if any(True for _ in m.parameters(recurse=False))
+                       and not isinstance(m, STATED_MODULES)}
+        #: per layer, the parameters whose gradients are recorded (``weight`` and
+        #: ``*_weight`` for ``params=("weight",)``)
         self.params = {name: [(pn, p) for pn, p in m.named_parameters(recurse=False)
-                              if params is None or pn in params]
+                              if params is None or _kind_of_param(pn) in params]
                        for name, m in self.layers.items()}
         if not self.layers:
             raise ValueError("the model has no parameters, so there is nothing to capture "
@@ -174,6 +183,10 @@ class Capture:
         self._kept: deque[int] = deque()
         self._handles: list[Any] = []
         self._layer_handles: list[Any] = []
+        self._param_names = None if params is None else set(params)
+        self._stack: ModuleStack | None = None
+        self._mode = SiteMode(self)
+        self._entered = 0
 
     # -- hooks
     def _start_step(self, module: torch.nn.Module, args: Any) -> None:
@@ -183,20 +196,32 @@ class Capture:
         self._step = self.steps
         self.steps += 1
         self._on = self._step % self.every == 0
-        # The layer hooks are in place only for captured steps (installed at their
+        # The site hooks are in place only for captured steps (installed at their
         # forward, removed at the next step's): other steps pay for this hook alone.
-        if self._on and not self._layer_handles:
-            for name, m in self.layers.items():
-                self._hook_module(name, m)
-        elif not self._on and self._layer_handles:
+        if self._on and self._stack is None:
+            self._stack = ModuleStack(self.model)
+            for name, own in self.params.items():
+                for pname, p in own:
+                    if p.requires_grad:
+                        self._layer_handles.append(
+                            p.register_hook(self._param_hook(name, _kind_of_param(pname))))
+        elif not self._on and self._stack is not None:
             self._remove_layer_hooks()
         if self._on:
+            self._stack.reset()  # type: ignore[union-attr]
+            self._mode.__enter__()
+            self._entered += 1
             self._scale = float(self.scaler.get_scale()) if self.scaler is not None else 1.0
             self._kept.append(self._step)
             if self.max_steps is not None and len(self._kept) > self.max_steps:
                 old = f"@{self._kept.popleft()}"
                 for k in [k for k in self.samples if k.endswith(old)]:
                     del self.samples[k]
+
+    def _end_forward(self, module: Any, args: Any, out: Any) -> None:
+        if self._entered:
+            self._entered -= 1
+            self._mode.__exit__(None, None, None)
 
     def _record(self, key: str, t: torch.Tensor, scale: float = 1.0) -> None:
         if key in self.samples:
@@ -235,37 +260,65 @@ class Capture:
         start = int(self._rng.integers((cols - run) // 32 + 1)) * 32
         return x2[r:r + 1, start:start + run]
 
-    def _hook_module(self, name: str, module: torch.nn.Module) -> None:
-        own = self.params[name]
+    # -- the handler SiteMode calls (it records, then runs the op unchanged)
+    def seen(self, name: str, what: str) -> None:
+        return None
 
-        def forward_hook(mod: torch.nn.Module, args: Any, output: Any) -> None:
-            if not self._on:
-                return
-            step = self._step
-            if args and isinstance(args[0], torch.Tensor):
-                self._record(f"{name}/input@{step}", args[0])
-            for pname, p in own:
-                self._record(f"{name}/{pname}@{step}", p)
-            if isinstance(output, torch.Tensor) and output.requires_grad:
-                scale = self._scale
+    def _want(self, kind: str) -> bool:
+        return self._param_names is None or kind in self._param_names
 
-                def grad_hook(g: torch.Tensor) -> None:
-                    self._record(f"{name}/output_grad@{step}", g, scale)
-                output.register_hook(grad_hook)
+    def _rec(self, site: str, kind: str, t: Any, op: str) -> None:
+        if not (isinstance(t, torch.Tensor) and t.is_floating_point()):
+            return
+        dt = compute_dtype(op, t)
+        self._record(f"{site}/{kind}@{self._step}", t if dt == t.dtype else t.detach().to(dt))
 
-        self._layer_handles.append(module.register_forward_hook(forward_hook))
-        for pname, p in own:
-            if p.requires_grad:
-                self._layer_handles.append(p.register_hook(self._param_hook(name, pname)))
+    def _out(self, site: str, out: Any) -> None:
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            key, scale = f"{site}/output_grad@{self._step}", self._scale
+            out.register_hook(lambda g: self._record(key, g, scale))
 
-    def _param_hook(self, name: str, pname: str) -> Any:
+    def op(self, op: str, func: Any, args: Any, kwargs: dict[str, Any]) -> Any:
+        st = self._stack
+        assert st is not None
+        if op == "sdpa":
+            q, k, v = (list(args) + [kwargs.get(n) for n in ("query", "key", "value")])[:3]
+            s_site, v_site = st.functional("scores"), st.functional("values")
+            self._rec(s_site, "input", q, op)
+            self._rec(s_site, "input_b", k, op)
+            self._rec(v_site, "input_b", v, op)
+            out = func(*args, **kwargs)
+            self._out(v_site, out)
+            return out
+        if op == "einsum":
+            operands = einsum_operands(args)[1]
+        elif op in ("addmm", "baddbmm"):
+            operands = list(args[1:3])
+        else:
+            operands = list(args[:2]) + ([kwargs["weight"]] if "weight" in kwargs else [])
+        w = operands[1] if len(operands) > 1 else None
+        kb = "weight" if op in LINEAR.values() or op == "embedding" else b_kind(st, w)
+        site = site_of(st, op, w if kb == "weight" else None)
+        if op != "embedding" and operands:
+            self._rec(site, "input", operands[0], op)
+        if w is not None and (kb != "weight" or self._want("weight")):
+            self._rec(site, kb, w, op)
+        if op in LINEAR.values() and len(args) > 2 and self._want("bias"):
+            self._rec(site, "bias", args[2], op)
+        out = func(*args, **kwargs)
+        self._out(site, out)
+        return out
+
+    def _param_hook(self, name: str, kind: str) -> Any:
         def hook(g: torch.Tensor) -> None:
             if self._on:
-                self._record(f"{name}/{pname}_grad@{self._step}", g, self._scale)
+                self._record(f"{name}/{kind}_grad@{self._step}", g, self._scale)
         return hook
 
     def __enter__(self) -> Capture:
         self._handles.append(self.model.register_forward_pre_hook(self._start_step))
+        self._handles.append(self.model.register_forward_hook(self._end_forward,
+                                                              always_call=True))
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -275,9 +328,14 @@ class Capture:
         for h in self._layer_handles:
             h.remove()
         self._layer_handles.clear()
+        if self._stack is not None:
+            self._stack.remove()
+            self._stack = None
 
     def remove(self) -> None:
         """Remove every hook (leaving the ``with`` block does it)."""
+        while self._entered:
+            self._end_forward(None, None, None)
         self._remove_layer_hooks()
         for h in self._handles:
             h.remove()
@@ -294,7 +352,8 @@ class Capture:
     def bound_bytes(self) -> float:
         """The most the samples can hold: ``max_values x 8 x sites x max_steps``
         (inf without ``max_steps``)."""
-        sites = sum(2 + 2 * len(own) for own in self.params.values())
+        seen = len({k.rpartition("@")[0] for k in self.samples})
+        sites = max(seen, sum(2 + 2 * len(own) for own in self.params.values()))
         steps = self.max_steps if self.max_steps is not None else float("inf")
         return self.max_values * 8 * sites * steps
 
@@ -330,9 +389,12 @@ def capture(model: torch.nn.Module, every: int = 1, max_values: int = 4096, *,
     """Record ``model``'s tensors every ``every`` training steps (see the module docstring).
 
     Use as ``with capture(model) as cap: <your training loop>``, then ``cap.report()``.
-    Hooks go on every module that holds parameters: its input, the gradient with respect
-    to its output, and its parameters named in ``params`` (default the ``weight``;
-    ``None``: all, biases included) and their gradients. A
+    In a captured step a ``TorchFunctionMode`` sees every site (the same sites and names
+    as :func:`emulate`: ``fc1``, ``attn`` for a MultiheadAttention's in-projection,
+    ``attn.out_proj``, ``attn.scores``...) and records its input(s) (in the dtype the op
+    computes in, autocast's when it is on), the gradient with respect to its output, and
+    its weight with the parameters named in ``params`` (default ``weight`` and
+    ``*_weight``; ``None``: all, biases included) and their gradients. A
     step is a training-mode forward pass of ``model`` with gradients enabled. ``scaler``:
     your ``torch.amp.GradScaler``, whose scale is read so that gradients are seen before
     and after the loss scale. Nothing changes what the model computes: the same losses and
@@ -351,100 +413,34 @@ def capture(model: torch.nn.Module, every: int = 1, max_values: int = 4096, *,
 
 
 # ---------------------------------------------------------------------------- emulate
-class _Apply(torch.autograd.Function):
-    """``fwd(t)`` forward and ``bwd(g)`` backward (either may be None: identity)."""
+def emulate(model: torch.nn.Module, policy: Policy | str, *, seed: int = 0,
+            strict: bool = False) -> Emulation:
+    """Make ``model`` compute as ``policy`` stores tensors: every site rounds its operands
+    and output gradient, per layer and kind.
 
-    @staticmethod
-    def forward(ctx: Any, t: torch.Tensor, fwd: Any, bwd: Any) -> torch.Tensor:
-        ctx.bwd = bwd
-        return t if fwd is None else _numpy_apply(t, fwd)
-
-    @staticmethod
-    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
-        return (g if ctx.bwd is None else _numpy_apply(g, ctx.bwd)), None, None
-
-
-def _numpy_apply(t: torch.Tensor, fn: Any) -> torch.Tensor:
-    src = t.detach().cpu()
-    if src.dtype in (torch.float16, torch.bfloat16):
-        src = src.float()
-    out = np.ascontiguousarray(fn(src.numpy()))
-    return torch.from_numpy(out).to(device=t.device, dtype=t.dtype)
-
-
-class Emulation:
-    """The rounding points :func:`emulate` installed; ``remove()`` (or leaving the ``with``
-    block) restores the model. ``points``: one dict per point (``layer``, ``role``,
-    ``quant``)."""
-
-    def __init__(self, model: torch.nn.Module, policy: Policy, seed: int) -> None:
-        self.policy = policy
-        self.points: list[dict[str, str]] = []
-        self._modules: list[torch.nn.Module] = []
-        self._handles: list[Any] = []
-        rng = np.random.default_rng(seed)
-        for name, m in model.named_modules():
-            if isinstance(m, torch.nn.Linear):
-                self._install(name or "model", m, rng)
-        if not self._modules:
-            raise ValueError("emulate rounds nn.Linear layers, and the model has none")
-
-    def _install(self, name: str, m: torch.nn.Linear, rng: np.random.Generator) -> None:
-        p = self.policy
-        for q in (p.activations, p.weights, p.act_grads, p.weight_grads):
-            if q is not None:  # e.g. fp16 in a bfloat16 model would round twice
-                elem = mx.get_mx_format(q.format).element if q.scaling == "mx" else \
-                    get_format(q.format)
-                _check_fits(elem, m.weight.dtype)
-        act = make_rounder(p.activations, rng) if p.activations else None
-        wgt = make_rounder(p.weights, rng) if p.weights else None
-        gout = make_rounder(p.act_grads, rng) if p.act_grads else None
-        for role, q in (("input", p.activations), ("weight", p.weights),
-                        ("output_grad", p.act_grads), ("weight_grad", p.weight_grads)):
-            if q is not None:
-                self.points.append({"layer": name, "role": role, "quant": str(q)})
-
-        def forward(x: torch.Tensor) -> torch.Tensor:
-            xin = x if act is None else _Apply.apply(x, act, None)
-            w = m.weight if wgt is None else _Apply.apply(m.weight, wgt, None)
-            out = torch.nn.functional.linear(xin, w, m.bias)
-            return out if gout is None else _Apply.apply(out, None, gout)
-
-        m.forward = forward  # type: ignore[assignment]  # instance attribute; del restores
-        self._modules.append(m)
-        if p.weight_grads is not None and m.weight.requires_grad:
-            wg = make_rounder(p.weight_grads, rng)
-            self._handles.append(m.weight.register_hook(lambda g: _numpy_apply(g, wg)))
-
-    def remove(self) -> None:
-        for m in self._modules:
-            if "forward" in m.__dict__:
-                del m.forward
-        for h in self._handles:
-            h.remove()
-        self._modules.clear()
-        self._handles.clear()
-
-    def __enter__(self) -> Emulation:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.remove()
-
-    def __str__(self) -> str:
-        return "\n".join(f"{d['layer']}: {d['role']} -> {d['quant']}" for d in self.points)
-
-
-def emulate(model: torch.nn.Module, policy: Policy | str, *, seed: int = 0) -> Emulation:
-    """Make ``model``'s ``nn.Linear`` layers round as ``policy`` says.
-
-    Every linear layer rounds its input (``policy.activations``), its weight
-    (``policy.weights``) and the gradient with respect to its output
-    (``policy.act_grads``), with identity gradients through the forward roundings, and
-    its weight gradient (``policy.weight_grads``); each point has its own rounder (delayed
-    FP8 scaling keeps its amax history per point, MX scales blocks of 32 along the last
-    axis). Master weights, the optimizer state and loss scaling stay yours: use a float32
-    model, your optimizer and, for fp16 policies, ``torch.amp.GradScaler``.
+    The sites (see :mod:`lowprec._torch_sites`) are every call, from a module or from
+    your own code, of ``F.linear``, ``F.conv1d/2d/3d`` and the transposed convolutions
+    (``input``, ``weight``, ``output_grad``, ``weight_grad``), ``torch.matmul``/``mm``/
+    ``bmm``/``addmm``/``baddbmm``, ``x @ y`` and two-operand ``torch.einsum`` (``input``
+    and ``input_b``, or ``weight`` when the operand is a parameter), ``F.embedding``
+    (its table as ``weight``), ``F.scaled_dot_product_attention`` (site ``M.scores``:
+    Q and K, site ``M.values``: the softmax output and V, each with its output gradient;
+    the softmax in float32), and ``nn.MultiheadAttention`` (its in-projection as site
+    ``M``, its attention as ``M.scores``/``M.values``, its out-projection as
+    ``M.out_proj``). A policy's per-layer choices (``Policy.layers``, what
+    ``recommend(...).policy()`` gives) win over its roles (``activations`` for inputs,
+    ``weights``, ``act_grads``, ``weight_grads``). Forward roundings have identity
+    gradients; scaled schemes keep their state per point (delayed amax history), MX and
+    NVFP4 scale blocks along the last axis. Under autocast an operand in a plain format
+    is first cast to the dtype the op computes in, then rounded (a format that does not
+    fit it raises: it would be rounded twice); a scaled scheme's values are not
+    bfloat16/float16 values, so such an op is formed in float32 from the float32 operand
+    rounded, as an FP8/MX GEMM does, and its result cast to the dtype the op gives. Norms and softmax run as PyTorch runs them, unrounded
+    (``Emulation.stated``). Modules holding parameters that no site covers (an LSTM,
+    ``nn.Bilinear``...) and the ops lowprec does not round are listed in a warning,
+    ``not emulated: ...`` (``strict=True``: a ValueError instead).
+    Master weights, the optimizer state and loss scaling stay yours: a float32 model,
+    your optimizer and, for fp16 policies, ``torch.amp.GradScaler``.
     ``seed`` feeds stochastic rounding. Returns an :class:`Emulation`
     (a context manager; ``.points`` lists the rounding points).
 
@@ -454,9 +450,9 @@ def emulate(model: torch.nn.Module, policy: Policy | str, *, seed: int = 0) -> E
     ...     y = model(torch.full((1, 4), 0.1))
     >>> [p["role"] for p in emu.points]
     ['input', 'weight', 'output_grad', 'weight_grad']
-    >>> "forward" in vars(model[0])   # restored on leaving the block
+    >>> "forward" in vars(model[0])   # the model's code is never replaced
     False
     """
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    return Emulation(model, get_policy(policy), seed)
+    return Emulation(model, get_policy(policy), seed, strict)

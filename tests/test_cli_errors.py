@@ -121,7 +121,7 @@ CASES = [
     # inspect
     (["inspect"], USAGE, "FILE is missing"),
     (["inspect", "{new}"], USAGE, "does not exist"),
-    (["inspect", "{file}", "--recipes", "fp7"], USAGE, "unknown recipe 'fp7'"),
+    (["inspect", "{file}", "--recipes", "fp7"], USAGE, "unknown scheme 'fp7'"),
     (["inspect", "{file}", "--max-underflow", "2"], USAGE, "--max-underflow"),
 ]
 

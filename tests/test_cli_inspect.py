@@ -54,7 +54,7 @@ def test_inspect_refuses_a_non_empty_folder_without_force(npz, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--recipes", "fp16,mxfp3"], "unknown recipe 'mxfp3'"),
+    (["--recipes", "fp16,mxfp3"], "unknown scheme 'mxfp3'"),
     (["--max-underflow", "5"], "--max-underflow"),
 ])
 def test_inspect_bad_arguments(npz, tmp_path, capsys, args, message):

@@ -16,7 +16,8 @@ import lowprec
 
 MODULES = sorted(m.name for m in pkgutil.walk_packages(lowprec.__path__, "lowprec.")
                  if not m.name.endswith("__main__"))
-OPTIONAL = {"lowprec.torch": "torch"}
+OPTIONAL = {"lowprec.torch": "torch", "lowprec._torch_sites": "torch",
+            "lowprec._torch_emulate": "torch"}
 
 
 @pytest.mark.parametrize("name", ["lowprec", *MODULES])

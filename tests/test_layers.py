@@ -30,12 +30,12 @@ LAYERS: dict[str, int] = {
     # arithmetic and accumulation models
     "arith": 3, "matmul": 3, "tensorcores": 3, "gpu": 3,
     # scaled and block formats; the validation of hardware against the models
-    "scaling": 4, "mx": 4, "nvfp4": 4, "quant_error": 4, "validate": 4, "_validate_report": 4,
+    "scaling": 4, "mx": 4, "nvfp4": 4, "schemes": 4, "quant_error": 4, "validate": 4, "_validate_report": 4,
     "identify": 4,
     # autograd and the trainer
     "autograd": 5, "train": 5,
     # what lowprec would do to anyone's tensors
-    "inspect": 6, "torch": 6,
+    "inspect": 6, "torch": 6, "_torch_sites": 6, "_torch_emulate": 6,
     # applications: plots, figures, command line, teaching
     "plot": 7, "figures": 7, "demo": 7, "exercises": 7, "tutorials": 7, "grading": 7,
     "explore": 7, "explorer": 7, "commands": 8, "cli": 8, "__main__": 8,

@@ -78,6 +78,7 @@ SUBMODULES = {
                 "Recommendation", "Report", "exponent_histogram", "get_recipe", "list_recipes",
                 "parse_name", "recommend", "report", "settled_loss_scale"],
     "torch": ["Capture", "Emulation", "capture", "emulate", "round_to"],
+    "schemes": ["KINDS", "SCHEMES", "Scheme", "get_scheme", "list_schemes"],
     "grading": ["Check", "Exercise", "ExerciseResult", "SubmissionResult", "exercise_spec",
                 "grade_submission", "open_tutorial", "read_submission"],
     "grading.handouts": ["assignment_text", "write_assignments"],

@@ -207,8 +207,10 @@ def test_emulate_trains_lists_its_points_and_is_removable() -> None:
 def test_bad_models_and_empty_captures() -> None:
     with pytest.raises(ValueError, match="no parameters"):
         lpt.capture(torch.nn.ReLU())
-    with pytest.raises(ValueError, match="no nn.Linear|has none"):
-        lpt.emulate(torch.nn.Sequential(torch.nn.Conv1d(1, 1, 1)), "fp16-amp")
+    with pytest.raises(ValueError, match=r"not emulated: 0 \(LSTM\)"):
+        lpt.emulate(torch.nn.Sequential(torch.nn.LSTM(2, 2)), "fp16-amp", strict=True)
+    with pytest.warns(UserWarning, match=r"not emulated: 0 \(LSTM\)"):
+        lpt.emulate(torch.nn.Sequential(torch.nn.LSTM(2, 2)), "fp16-amp").remove()
     with pytest.raises(ValueError, match="nothing was captured"):
         with lpt.capture(_model()) as cap:
             pass

@@ -190,7 +190,10 @@ for recipe in ("mxfp4", "mxfp4_rceil"):
 # `recommend` looks at each layer's tensors of each kind over all captured steps and
 # picks the narrowest candidate recipe with at most `max_underflow` of the non-zero values
 # flushed, nothing overflowed and an SQNR of at least `min_sqnr_db` at every step. Each
-# choice comes with its reason. We offer the recipes a lowprec training policy can hold.
+# choice comes with its reason. Any recipe the report measured can be a candidate, and
+# `policy()` holds every choice, layer by layer and kind by kind (`policy.layers`); a
+# tensor no candidate fits would stay float32, and the recommendation would say so. Here
+# we offer a handful of them.
 
 # %%
 candidates = ["fp16", "fp16_loss_scale", "bf16", "fp8_e4m3_delayed", "fp8_e5m2_delayed",
@@ -203,11 +206,15 @@ print(f"\nas one policy: {policy.description}")
 # %% [markdown]
 # ## 6. Training under the recommended recipe
 #
-# `lowprec.torch.emulate` makes every `Linear` round its input, weight and output gradient
-# (and weight gradient) as a policy says, with the same rounders as lowprec's own trainer
-# (delayed scaling keeps its amax history per rounding point). We train the same model
-# from the same initial weights under the recommendation, and under MXFP4 everywhere for
-# contrast.
+# `lowprec.torch.emulate` makes every layer round its input, weight and output gradient
+# (and weight gradient) as a policy says, per layer, with the same rounders as lowprec's
+# own trainer (delayed scaling keeps its amax history per rounding point). It sees
+# functional calls too, so convolutions, attention, `torch.matmul` and `einsum` in your
+# own code are rounded the same way (docs/schemes-and-pytorch.md). The policy asks for
+# dynamic loss scaling where a gradient chose `fp16_loss_scale`; under `emulate` that is
+# your `torch.amp.GradScaler`'s job (this short run leaves it out). We train the same
+# model from the same initial weights under the recommendation, and under MXFP4
+# everywhere for contrast.
 
 # %%
 results = {}
@@ -234,6 +241,59 @@ for name in ("recommended", "mxfp4"):
 # %%
 for name, acc in results.items():
     print(f"{name}: {acc - fp32_acc:+.1%} test accuracy against float32")
+
+# %% [markdown]
+# ## 7. The same three steps on a CNN and on a transformer
+#
+# Nothing above is specific to `Linear` layers. A small CNN (Conv2d, BatchNorm,
+# max-pooling, Linear) reads each digit as an 8x8 image; a one-layer
+# `nn.TransformerEncoderLayer` reads it as a sequence of 8 rows of 8 pixels, under bf16
+# autocast. Both are plain `Sequential`s; each trains 60 steps under `capture`, then 30
+# more under the recommendation. `capture` records the convolution's and the attention's tensors (the
+# in-projection's packed weight, the scores' Q and K, V, the out-projection), `recommend`
+# picks per tensor, and `emulate` rounds the convolution, the attention matmuls and the
+# projections; BatchNorm, LayerNorm and softmax run as PyTorch runs them (`emu.stated`).
+
+
+# %%
+nets = {
+    "cnn": (torch.nn.Sequential(
+        torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+        torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(8 * 4 * 4, 10)),
+        X.view(-1, 1, 8, 8), False),
+    "transformer": (torch.nn.Sequential(
+        torch.nn.Linear(8, 16),
+        torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True),
+        torch.nn.Flatten(), torch.nn.Linear(8 * 16, 10)),
+        X.view(-1, 8, 8), True),
+}
+for name, (net, inputs, autocast) in nets.items():
+    net_opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    g = torch.Generator().manual_seed(2)
+    batches = [train_idx[torch.randint(0, len(train_idx), (64,), generator=g)]
+               for _ in range(90)]
+    with lpt.capture(net, every=20) as net_cap:
+        for batch in batches[:60]:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                out = net(inputs[batch])
+            loss = torch.nn.functional.cross_entropy(out.float(), Y[batch])
+            net_opt.zero_grad()
+            loss.backward()
+            net_opt.step()
+    net_rec = net_cap.report(["bf16", "fp8_e4m3_current", "mxfp8_e4m3", "mxfp4"]).recommend(
+        max_underflow=1e-3, min_sqnr_db=20)
+    with lpt.emulate(net, net_rec.policy()) as emu:
+        for batch in batches[60:]:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+                out = net(inputs[batch])
+            loss = torch.nn.functional.cross_entropy(out.float(), Y[batch])
+            net_opt.zero_grad()
+            loss.backward()
+            net_opt.step()
+    print(f"{name}: sites {', '.join(sorted({c.layer for c in net_rec.choices}))}; "
+          f"{len(emu.points)} rounding points, {len(net_rec.unmet)} tensors kept in "
+          f"float32; not rounded: {', '.join(sorted(emu.stated))}; loss after "
+          f"30 emulated steps {loss.item():.3f}")
 
 # %% [markdown]
 # The digits are an easy problem, so even a poor recipe learns them; what matters is the

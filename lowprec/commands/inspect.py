@@ -137,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     if args.list_recipes:
         for name, desc in inspect.list_recipes().items():
             print(f"{name:20s} {desc}")
+        print("NAME_sr              any of these but fp32 and fp16_loss_scale, with "
+              "stochastic rounding (lowprec.schemes)")
         return 0
     if args.file is None:
         raise ValueError("FILE is missing: give a .npz, .pt or .safetensors file "

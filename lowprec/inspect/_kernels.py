@@ -26,10 +26,12 @@ def measure_pass(x, q, e, codes, table, factor, clip, clip_mode, tiny, rows, col
     float64, or 0 rows): per block noise, signal, clipped, flushed, amax.
 
     Returns (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in,
-    n_finite, signal, noise, max_rel, sum_rel, n_rel).
+    n_finite, signal, noise, max_rel, sum_rel, n_rel, inf_in): ``overflow`` counts the
+    finite inputs only, ``inf_in`` the ±inf inputs; ``nan`` counts NaN results and NaN
+    inputs whose result is not NaN.
     """
     zeros = nonzero = underflow = subnormal = overflow = clipped = 0
-    nan = nan_in = n_finite = n_rel = 0
+    nan = nan_in = n_finite = n_rel = inf_in = 0
     signal = noise = max_rel = sum_rel = 0.0
     nb = (cols + bs - 1) // bs
     want_blocks = blocks_out.shape[0] > 0
@@ -60,12 +62,15 @@ def measure_pass(x, q, e, codes, table, factor, clip, clip_mode, tiny, rows, col
                     nan += 1
                 if xi != xi:
                     nan_in += 1
+                    if not q_nan:  # a NaN that came out as a number is still counted
+                        nan += 1
                     b_amax = math.nan
                     continue
                 ax = abs(xi)
                 if ax > b_amax:
                     b_amax = ax
                 if ax == math.inf:
+                    inf_in += 1
                     continue
                 n_finite += 1
                 if ax == 0:
@@ -100,7 +105,7 @@ def measure_pass(x, q, e, codes, table, factor, clip, clip_mode, tiny, rows, col
                 blocks_out[blk, 3] = b_flush
                 blocks_out[blk, 4] = b_amax
     return (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in, n_finite,
-            signal, noise, max_rel, sum_rel, n_rel)
+            signal, noise, max_rel, sum_rel, n_rel, inf_in)
 
 
 @_jit

@@ -11,63 +11,27 @@ under one of its scale rules, or NVFP4. Every recipe calls lowprec's own quantiz
 >>> get_recipe("fp7")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-ValueError: unknown recipe 'fp7'; valid recipes: fp16, bf16, ...
+ValueError: unknown scheme 'fp7'...
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .. import mx, nvfp4, scaling
 from .._blocks import overflow_threshold
-from ..formats import FloatFormat, get_format
+from ..formats import FloatFormat
 from ..rounding import decode, round_to
+from ..schemes import SCHEMES, Scheme, get_scheme, list_schemes
 
 __all__ = ["RECIPES", "DEFAULT_RECIPES", "Outcome", "Recipe", "get_recipe", "list_recipes"]
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """One way of storing a tensor.
-
-    name:
-        The recipe's name in reports (``"fp16"``, ``"fp8_e4m3_delayed"``, ``"mxfp4_rceil"``).
-    kind:
-        ``"cast"`` (plain rounding), ``"loss_scale"`` (fp16 after multiplying by a loss
-        scale), ``"current"`` / ``"delayed"`` (one per-tensor FP8 scale, Transformer
-        Engine's recipes), ``"mx"`` (OCP MX, a power-of-two scale per 32 values) or
-        ``"nvfp4"`` (an E4M3 scale per 16 values and an FP32 tensor scale).
-    fmt:
-        The element format (``"fp16"``, ``"fp8_e4m3"``), or the MX format name for ``mx``.
-    scale_rule:
-        For ``mx``: ``floor`` (the spec's), ``ceil``, ``rceil`` or ``even``.
-    description:
-        One sentence for tables and ``lowprec inspect --list-recipes``.
-    """
-
-    name: str
-    kind: str
-    fmt: str
-    description: str
-    scale_rule: str = "floor"
-
-    @property
-    def element(self) -> FloatFormat:
-        """The format the stored elements are in."""
-        if self.kind == "mx":
-            return mx.get_mx_format(self.fmt).element
-        if self.kind == "nvfp4":
-            return nvfp4.ELEMENT
-        return get_format(self.fmt)
-
-    @property
-    def block_size(self) -> int | None:
-        """Values per block scale (block recipes), else None."""
-        return {"mx": 32, "nvfp4": 16}.get(self.kind)
+#: An inspect recipe is a :class:`lowprec.schemes.Scheme` (the one vocabulary).
+Recipe = Scheme
 
 
 class Outcome:
@@ -129,41 +93,9 @@ def value_table(fmt: FloatFormat) -> np.ndarray:
     return t
 
 
-def _plain(name: str, desc: str) -> Recipe:
-    return Recipe(name, "cast", name, desc)
-
-
-_LIST: list[Recipe] = [
-    _plain("fp16", "IEEE half, rounded to nearest; overflow gives inf"),
-    _plain("bf16", "bfloat16, rounded to nearest; fp32's range"),
-    _plain("fp8_e4m3", "FP8 E4M3 without a scale; overflow gives NaN"),
-    _plain("fp8_e5m2", "FP8 E5M2 without a scale; overflow gives inf"),
-    _plain("fp6_e3m2", "FP6 E3M2 without a scale; saturates at 28"),
-    _plain("fp6_e2m3", "FP6 E2M3 without a scale; saturates at 7.5"),
-    _plain("fp4_e2m1", "FP4 E2M1 without a scale; saturates at 6"),
-    Recipe("fp16_loss_scale", "loss_scale", "fp16",
-           "fp16 after multiplying by the loss scale (given, or the one GradScaler settles on);"
-           " only gradients are scaled"),
-    Recipe("fp8_e4m3_current", "current", "fp8_e4m3",
-           "E4M3 with one scale from this tensor's amax (current scaling), saturating"),
-    Recipe("fp8_e5m2_current", "current", "fp8_e5m2",
-           "E5M2 with one scale from this tensor's amax (current scaling), saturating"),
-    Recipe("fp8_e4m3_delayed", "delayed", "fp8_e4m3",
-           "E4M3 with the scale from earlier steps' amax (Transformer Engine delayed scaling)"),
-    Recipe("fp8_e5m2_delayed", "delayed", "fp8_e5m2",
-           "E5M2 with the scale from earlier steps' amax (Transformer Engine delayed scaling)"),
-]
-for _mxf in mx.MX_FORMATS:
-    if _mxf == "mxint8":
-        continue
-    for _rule in mx.SCALE_RULES:
-        _LIST.append(Recipe(_mxf if _rule == "floor" else f"{_mxf}_{_rule}", "mx", _mxf,
-                            f"OCP {_mxf.upper()}, blocks of 32, scale rule {_rule!r}", _rule))
-_LIST.append(Recipe("nvfp4", "nvfp4", "nvfp4",
-                    "NVFP4: E2M1, an E4M3 scale per 16 values, an FP32 tensor scale"))
-
-#: Every recipe, by name.
-RECIPES: dict[str, Recipe] = {r.name: r for r in _LIST}
+#: Every recipe, by name: :data:`lowprec.schemes.SCHEMES` (``NAME_sr`` too, through
+#: :func:`get_recipe`).
+RECIPES: dict[str, Scheme] = SCHEMES
 
 #: What :func:`lowprec.inspect.report` runs when no recipes are given: every format once
 #: (MX under the spec's floor rule and the GPUs' rceil rule).
@@ -175,26 +107,22 @@ DEFAULT_RECIPES: tuple[str, ...] = (
 
 
 def list_recipes() -> dict[str, str]:
-    """Recipe names and their one-line descriptions.
+    """Recipe names and their one-line descriptions (:func:`lowprec.schemes.list_schemes`).
 
     >>> list_recipes()["nvfp4"]
     'NVFP4: E2M1, an E4M3 scale per 16 values, an FP32 tensor scale'
     """
-    return {r.name: r.description for r in _LIST}
+    return list_schemes()
 
 
-def get_recipe(recipe: Recipe | str) -> Recipe:
-    """A recipe by name (or a :class:`Recipe`, returned unchanged); unknown names raise a
-    ValueError that lists the valid ones.
+def get_recipe(recipe: Scheme | str) -> Scheme:
+    """A recipe by name (:func:`lowprec.schemes.get_scheme`; a :class:`Scheme` is
+    returned unchanged); unknown names raise a ValueError that lists the valid ones.
 
     >>> get_recipe("fp8_e4m3_delayed").kind
     'delayed'
     """
-    if isinstance(recipe, Recipe):
-        return recipe
-    if isinstance(recipe, str) and recipe.strip().lower() in RECIPES:
-        return RECIPES[recipe.strip().lower()]
-    raise ValueError(f"unknown recipe {recipe!r}; valid recipes: {', '.join(RECIPES)}")
+    return get_scheme(recipe)
 
 
 # ------------------------------------------------------------------ applying a recipe
@@ -209,7 +137,8 @@ def _scale_in_float32(x: np.ndarray, fmt: FloatFormat, scale: float) -> bool:
             and fmt.smallest_subnormal >= 2.0 ** -120)
 
 
-def _cast(x: np.ndarray, fmt: FloatFormat, scale: float = 1.0) -> Outcome:
+def _cast(x: np.ndarray, fmt: FloatFormat, scale: float = 1.0, mode: str = "rne",
+          rng: Any = None) -> Outcome:
     """Plain rounding of ``x * scale`` (scale a power of two: exact in float64)."""
     if scale == 1.0:
         work = x
@@ -222,7 +151,7 @@ def _cast(x: np.ndarray, fmt: FloatFormat, scale: float = 1.0) -> Outcome:
     has_nan = bool(nan.any())
     if has_nan and not fmt.has_nan:  # fp6/fp4 have no NaN code: NaN stays NaN here
         work = np.where(nan, 0.0, work)
-    e = np.asarray(round_to(work, fmt), dtype=np.float64)
+    e = np.asarray(round_to(work, fmt, mode, rng=rng), dtype=np.float64)
     if has_nan and not fmt.has_nan:
         e[nan] = np.nan
     q = e if scale == 1.0 else e / scale
@@ -231,7 +160,8 @@ def _cast(x: np.ndarray, fmt: FloatFormat, scale: float = 1.0) -> Outcome:
 
 
 def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
-          delayed: scaling.DelayedScaling | None = None, amax: float | None = None) -> Outcome:
+          delayed: scaling.DelayedScaling | None = None, amax: float | None = None,
+          rng: Any = None) -> Outcome:
     """Quantize and dequantize ``x`` (float32 or float64) as ``recipe`` says.
 
     ``loss_scale``: the scale of ``fp16_loss_scale``. ``delayed``: the
@@ -239,30 +169,37 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
     used, then this tensor's amax recorded and the scale updated). ``amax``: the amax of
     the *whole* tensor when ``x`` is a sample of it (capture): per-tensor and NVFP4 scales
     are computed from it, so each sampled value is quantized exactly as in the full tensor.
+    ``rng``: the generator of stochastic-rounding recipes (``NAME_sr``).
     """
+    mode = recipe.mode
+    if mode != "stochastic":
+        rng = None  # the quantizers take a generator only for stochastic rounding
+    elif rng is None:
+        rng = np.random.default_rng(0)
     fmt = recipe.element
     if recipe.kind == "cast":
-        return _cast(x, fmt)
+        return _cast(x, fmt, 1.0, mode, rng)
     if recipe.kind == "loss_scale":
-        return _cast(x, fmt, float(loss_scale))
+        return _cast(x, fmt, float(loss_scale), mode, rng)
     if recipe.kind in ("current", "delayed"):
         if recipe.kind == "delayed":
             ds = delayed if delayed is not None else scaling.DelayedScaling(fmt)
             s = ds.scale
-            t = scaling.quantize_per_tensor(x, fmt, scale=s)
+            t = scaling.quantize_per_tensor(x, fmt, scale=s, mode=mode, rng=rng)
             a = float(np.max(np.abs(x))) if amax is None and x.size else (amax or 0.0)
             _record_amax(ds, a)
             ds.update()
         else:
             a = amax if amax is not None else (float(np.max(np.abs(x))) if x.size else 0.0)
             s = scaling.current_scale(a, fmt)
-            t = scaling.quantize_per_tensor(x, fmt, scale=s)
+            t = scaling.quantize_per_tensor(x, fmt, scale=s, mode=mode, rng=rng)
         clip = overflow_threshold(fmt) / float(t.scale)
         return Outcome(None, None, clip, float(fmt.width), float(s), codes=t.codes,
                        table=value_table(fmt), factor=float(t.scale_inv))
     flat = x.reshape(1, -1) if x.ndim == 0 else x
     if recipe.kind == "mx":
-        m = mx.quantize(flat, recipe.fmt, axis=-1, block_size=32, scale_rule=recipe.scale_rule)
+        m = mx.quantize(flat, recipe.fmt, axis=-1, block_size=32, scale_rule=recipe.scale_rule,
+                        mode=mode, rng=rng)
         scales = m.scales
         return Outcome(None, None, scales.reshape(-1) * overflow_threshold(fmt),
                        m.bits_per_value, block_scales=scales, codes=m.codes.reshape(x.shape),
@@ -277,7 +214,7 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
         extra = np.zeros((1, x2.shape[1]), dtype=np.float32)
         extra[0, 0] = abs(amax)
         x2 = np.concatenate([x2.astype(np.float32, copy=False), extra])
-    n = nvfp4.quantize(x2, axis=-1)
+    n = nvfp4.quantize(x2, axis=-1, mode=mode, rng=rng)
     scales = n.scales[:rows]
     codes = n.codes[:rows]
     n_blocks = scales.size

@@ -28,7 +28,7 @@ import numpy as np
 from ..autograd import Tensor
 from ..formats import get_format
 from ..rounding import round_to
-from ..train.policy import Policy, Quant
+from ..train.policy import ROLE_OF_KIND, Policy, Quant
 from ..train.scaler import GradScaler
 
 __all__ = ["Choice", "Recommendation", "recommend", "settled_loss_scale"]
@@ -115,35 +115,35 @@ class Recommendation:
                 return c
         raise KeyError(f"no choice for layer {layer!r}, kind {kind!r}")
 
+    @property
+    def unmet(self) -> list[Choice]:
+        """The choices where no candidate met the thresholds (kept in float32)."""
+        return [c for c in self.choices if c.recipe is None]
+
     def policy(self, name: str = "recommended") -> Policy:
-        """A :class:`~lowprec.train.Policy` from the choices, for ``lowprec.torch.emulate``
-        or the trainer: per role (``input`` -> activations, ``weight`` -> weights,
-        ``output_grad`` -> act_grads, ``weight_grad`` -> weight_grads) the widest choice
-        over the layers (a policy has one format per role); a role with a layer that no
-        candidate fits stays float32. FP32 master weights; dynamic loss scaling when a
-        gradient chose ``fp16_loss_scale``. Recipes a policy cannot hold (current
-        scaling, NVFP4, MX rules other than floor) raise a ValueError."""
-        roles: dict[str, Quant | None] = {}
+        """A :class:`~lowprec.train.Policy` holding every choice, per layer and role
+        (``input``/``input_b`` -> activations, ``weight`` -> weights, ``output_grad`` ->
+        act_grads, ``weight_grad`` -> weight_grads; other kinds, e.g. ``bias``, are not
+        rounded), as
+        :attr:`Policy.layers <lowprec.train.Policy.layers>`, for ``lowprec.torch.emulate``.
+        Any scheme a report measures can be chosen and held
+        (:meth:`Quant.from_scheme <lowprec.train.Quant.from_scheme>`). A tensor no
+        candidate fits stays float32 (:attr:`unmet` lists them); a layer not measured is
+        not rounded (the roles' defaults are None). FP32 master weights; dynamic loss
+        scaling when a gradient chose ``fp16_loss_scale``."""
+        layers: list[tuple[str, str, Quant | None]] = []
         dynamic = False
-        for kind, role in _ROLES.items():
-            mine = [c for c in self.choices if c.kind == kind]
-            if not mine:
+        for c in self.choices:
+            if c.kind not in ROLE_OF_KIND:
                 continue
-            if any(c.recipe is None for c in mine):
-                roles[role] = None
-                continue
-            widest = max(mine, key=lambda c: c.bits_per_value)
-            if widest.recipe not in _QUANTS:
-                raise ValueError(f"recipe {widest.recipe!r} (chosen for {widest.layer}/{kind}) "
-                                 f"has no Policy equivalent; candidates that do: "
-                                 f"{', '.join(_QUANTS)}")
-            roles[role] = _QUANTS[widest.recipe]
-            dynamic = dynamic or widest.recipe == "fp16_loss_scale"
+            layers.append((c.layer, c.kind, None if c.recipe is None
+                           else Quant.from_scheme(c.recipe)))
+            dynamic = dynamic or c.recipe == "fp16_loss_scale"
         desc = "chosen by lowprec.inspect.recommend from measured statistics: " + ", ".join(
-            f"{r} {q}" for r, q in roles.items() if q is not None)
-        base = Policy(name, desc, master=Quant("fp32"),
-                      loss_scaling="dynamic" if dynamic else "none")
-        return base.replace(**roles)
+            f"{layer} {kind} {q if q is not None else 'fp32 (no candidate met the thresholds)'}"
+            for layer, kind, q in layers)
+        return Policy(name, desc, master=Quant("fp32"),
+                      loss_scaling="dynamic" if dynamic else "none", layers=tuple(layers))
 
     def as_dict(self) -> dict[str, str | None]:
         """``"LAYER/KIND" -> recipe``."""
@@ -153,23 +153,14 @@ class Recommendation:
         lines = [f"narrowest recipe with underflow <= {self.max_underflow:.2%}, no overflow "
                  f"and SQNR >= {self.min_sqnr_db:g} dB:"]
         lines += [f"  {c}" for c in self.choices]
+        if self.unmet:
+            lines.append(f"no candidate met the thresholds for {len(self.unmet)} tensor(s): "
+                         f"{', '.join(f'{c.layer}/{c.kind}' for c in self.unmet)}; "
+                         "they stay float32 (not rounded) in policy()")
         if math.isfinite(self.loss_scale):
             lines.append(f"fp16 loss scale that keeps the gradients finite: "
                          f"2^{math.log2(self.loss_scale):g} (what GradScaler settles on)")
         return "\n".join(lines)
-
-
-_ROLES = {"input": "activations", "weight": "weights", "output_grad": "act_grads",
-          "weight_grad": "weight_grads"}
-#: Recipes a :class:`~lowprec.train.Policy` can hold, as the trainer's Quant.
-_QUANTS: dict[str, Quant] = {
-    "fp16": Quant("fp16"), "bf16": Quant("bf16"), "fp16_loss_scale": Quant("fp16"),
-    "fp8_e4m3": Quant("fp8_e4m3"), "fp8_e5m2": Quant("fp8_e5m2"),
-    "fp8_e4m3_delayed": Quant("fp8_e4m3", scaling="delayed"),
-    "fp8_e5m2_delayed": Quant("fp8_e5m2", scaling="delayed"),
-    **{m: Quant(m, scaling="mx") for m in ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2",
-                                           "mxfp6_e2m3", "mxfp4")},
-}
 
 
 def _aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
@@ -177,7 +168,8 @@ def _aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
     under = sum(r["underflow"] for r in rows)
     sq = [r["sqnr_db"] for r in rows if not math.isnan(r["sqnr_db"])]
     return {"underflow_frac": under / nonzero if nonzero else 0.0,
-            "overflow": sum(r["overflow"] for r in rows),
+            # finite values that overflowed (±inf inputs are reported, not chosen against)
+            "overflow": sum(r["overflow"] - r.get("inf_in", 0) for r in rows),
             "sqnr_db": min(sq) if sq else float("nan"),
             "bits": float(np.mean([r["bits_per_value"] for r in rows]))}
 
@@ -226,10 +218,9 @@ def recommend(report: Any, *, max_underflow: float = 1e-3, min_sqnr_db: float = 
             chosen = nm
             break
         if chosen is None:
-            widest = order[-1]
-            s = stats[widest]
-            reason = "no candidate meets the thresholds (" + "; ".join(
-                f"{n}: {w}" for n, w in rejected) + ")"
+            s = stats[order[-1]]
+            reason = ("no candidate meets the thresholds, kept in float32 (" + "; ".join(
+                f"{n}: {w}" for n, w in rejected) + ")")
             choices.append(Choice(layer, kind, None, s["bits"], s["underflow_frac"],
                                   s["sqnr_db"], reason, rejected))
             continue

@@ -25,7 +25,7 @@ __all__ = ["COLUMNS", "Report", "as_numpy", "is_gradient", "parse_name", "report
 #: The columns of :attr:`Report.rows`, in order (see :mod:`lowprec.inspect.stats`).
 COLUMNS: tuple[str, ...] = (
     "tensor", "layer", "kind", "step", "recipe", "n", "zeros", "nonzero", "underflow",
-    "underflow_frac", "subnormal", "overflow", "clipped", "nan", "nan_in", "sqnr_db",
+    "underflow_frac", "subnormal", "overflow", "clipped", "nan", "nan_in", "inf_in", "sqnr_db",
     "max_rel_error", "mean_rel_error", "bits_per_value", "scale", "blocks", "blocks_clipped",
     "blocks_flushed",
 )
@@ -194,7 +194,7 @@ def _loss_scales(arrays: dict[str, np.ndarray], kinds: dict[str, str], loss_scal
 def report(tensors: Mapping[str, Any] | Iterable[tuple[str, Any]],
            recipes: Iterable[str | Recipe] | None = None, *, loss_scale: Any = None,
            amax: Mapping[str, float] | None = None, kinds: Mapping[str, str] | None = None,
-           worst_blocks: int = 5) -> Report:
+           worst_blocks: int = 5, seed: int = 0) -> Report:
     """Replay every tensor through every recipe and measure what it does.
 
     Parameters
@@ -218,6 +218,8 @@ def report(tensors: Mapping[str, Any] | Iterable[tuple[str, Any]],
         Per tensor name, its kind (overrides the name).
     worst_blocks:
         How many worst blocks the block forensics list.
+    seed:
+        Seeds the generator of stochastic-rounding recipes (``NAME_sr``).
 
     Delayed-scaling recipes run through the steps of each series (``LAYER/KIND``) in
     step order, each step using the scale from the earlier steps' amax (the first step
@@ -239,6 +241,7 @@ def report(tensors: Mapping[str, Any] | Iterable[tuple[str, Any]],
     scales, shared = _loss_scales(arrays, kind_of, loss_scale,
                                   any(r.kind == "loss_scale" for r in recs))
     amax = dict(amax or {})
+    rng = np.random.default_rng(seed)  # stochastic-rounding recipes (NAME_sr)
 
     outcomes: dict[tuple[str, str], Any] = {}
     for rec in recs:  # delayed scaling walks each series in step order
@@ -249,7 +252,8 @@ def report(tensors: Mapping[str, Any] | Iterable[tuple[str, Any]],
         for n in order:
             key = f"{names[n][0]}/{kind_of[n]}"
             ds = series.setdefault(key, scaling.DelayedScaling(rec.element))
-            outcomes[n, rec.name] = apply(rec, arrays[n], delayed=ds, amax=amax.get(n))
+            outcomes[n, rec.name] = apply(rec, arrays[n], delayed=ds, amax=amax.get(n),
+                                          rng=rng)
 
     rows: list[dict[str, Any]] = []
     blocks: dict[tuple[str, str], BlockStats] = {}
@@ -258,7 +262,7 @@ def report(tensors: Mapping[str, Any] | Iterable[tuple[str, Any]],
         for rec in recs:
             out = outcomes.pop((n, rec.name), None)
             if out is None:
-                out = apply(rec, x, loss_scale=scales[n], amax=amax.get(n))
+                out = apply(rec, x, loss_scale=scales[n], amax=amax.get(n), rng=rng)
             row = {"tensor": n, "layer": layer, "kind": kind_of[n], "step": step,
                    "recipe": rec.name}
             counts, b = measure(x, out, float(rec.element.smallest_normal), rec.block_size,

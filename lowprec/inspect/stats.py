@@ -14,16 +14,20 @@ Over a tensor ``x`` and its quantized-and-dequantized values ``q`` (see
     element format.
 ``overflow``
     finite inputs whose result is ±inf or NaN (fp16 past 65504, E4M3 past 448 without
-    a scale, an MX block that shares a NaN).
+    a scale, an MX block that shares a NaN), plus every ±inf input, whatever it became
+    (a scaled recipe saturates an inf to ±max: still counted here).
+``inf_in``
+    inputs that were ±inf (counted in ``overflow`` too).
 ``clipped``
     finite inputs at or beyond the saturation threshold ``(max + ulp(max)/2) / scale``
     whose result stayed finite (saturated to ±max: scaled recipes, fp6, fp4).
 ``nan``
-    results that are NaN (``nan_in`` of them were NaN already).
+    results that are NaN, plus NaN inputs whose result is not NaN (``nan_in``: the
+    inputs that were NaN).
 ``sqnr_db``
-    ``10 log10(sum x^2 / sum (q - x)^2)`` over the finite inputs; ``inf`` when nothing
-    changed, ``-inf`` when a finite input became inf or NaN, NaN when there is no finite
-    input.
+    ``10 log10(sum x^2 / sum (q - x)^2)`` over the finite inputs (the non-finite ones are
+    reported beside it, in ``inf_in`` and ``nan_in``); ``inf`` when nothing changed,
+    ``-inf`` when a finite input became inf or NaN, NaN when there is no finite input.
 ``max_rel_error``, ``mean_rel_error``
     of ``|q - x| / |x|`` over finite non-zero inputs with a finite result.
 """
@@ -67,7 +71,7 @@ def measure(x: np.ndarray, out: Outcome, tiny: float, block_size: int | None = N
     n_blocks = rows * (-(-cols // bs)) if block_size else 0
     per_block = np.zeros((n_blocks, 5))
     (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in, n_finite,
-     signal, noise, max_rel, sum_rel, n_rel) = _kernels.measure_pass(
+     signal, noise, max_rel, sum_rel, n_rel, inf_in) = _kernels.measure_pass(
         xf, q, e, codes, table, factor, clip, 0 if clip.size == 1 else 1, float(tiny), rows,
         cols, bs, per_block)
     if n_finite == 0:
@@ -81,8 +85,8 @@ def measure(x: np.ndarray, out: Outcome, tiny: float, block_size: int | None = N
     row = {
         "n": int(xf.size), "zeros": zeros, "nonzero": nonzero, "underflow": underflow,
         "underflow_frac": underflow / nonzero if nonzero else 0.0,
-        "subnormal": subnormal, "overflow": overflow, "clipped": clipped, "nan": nan,
-        "nan_in": nan_in, "sqnr_db": sqnr, "max_rel_error": float(max_rel),
+        "subnormal": subnormal, "overflow": overflow + inf_in, "clipped": clipped, "nan": nan,
+        "nan_in": nan_in, "inf_in": inf_in, "sqnr_db": sqnr, "max_rel_error": float(max_rel),
         "mean_rel_error": float(sum_rel / n_rel) if n_rel else 0.0,
         "bits_per_value": float(out.bits),
     }

@@ -84,6 +84,8 @@ def tensor_bytes(shape: tuple[int, ...], q: Quant | None, axis: int = -1) -> int
         return _ceil_div(n * get_format(q.format).width, 8)
     if q.scaling == "delayed":
         return _ceil_div(n * get_format(q.format).width, 8) + 4 + 4 * AMAX_HISTORY
+    if q.scaling == "current":  # one FP32 scale
+        return _ceil_div(n * get_format(q.format).width, 8) + 4
     block, width, extra = ((32, get_format(_MX_ELEMENT[q.format]).width, 0) if q.scaling == "mx"
                            else (16, 4, 4))  # nvfp4: E2M1 elements, one FP32 tensor scale
     length = int(shape[axis]) if shape else 1

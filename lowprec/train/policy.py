@@ -35,7 +35,11 @@ from ..rounding import check_mode
 
 __all__ = ["POLICIES", "Policy", "Quant", "get_policy", "list_policies"]
 
-SCALINGS = ("none", "delayed", "mx", "nvfp4")
+SCALINGS = ("none", "current", "delayed", "mx", "nvfp4")
+#: The roles of a policy, and the kind of captured tensor each one rounds in
+#: :func:`lowprec.torch.emulate` (``lowprec.inspect`` names tensors by kind).
+ROLE_OF_KIND = {"input": "activations", "input_b": "activations", "weight": "weights",
+                "output_grad": "act_grads", "weight_grad": "weight_grads"}
 LOSS_SCALINGS = ("none", "static", "dynamic")
 #: MX element formats by their OCP name (used with ``scaling="mx"``).
 MX_FORMATS = ("mxfp8_e4m3", "mxfp8_e5m2", "mxfp6_e3m2", "mxfp6_e2m3", "mxfp4")
@@ -52,16 +56,48 @@ class Quant:
         Rounding mode (see :data:`lowprec.MODES`); ``"stochastic"`` draws from
         the run's seeded generator.
     scaling:
-        ``"none"`` (round the values as they are), ``"delayed"`` (one scale per
+        ``"none"`` (round the values as they are), ``"current"`` (one scale per tensor
+        from its own amax), ``"delayed"`` (one scale per
         tensor from the amax history, FP8 recipes; :mod:`lowprec.scaling`) or
         ``"mx"`` (one power-of-two scale per block of 32; :mod:`lowprec.mx`) or
         ``"nvfp4"`` (format ``"nvfp4"``: E2M1 values, one E4M3 scale per block of 16 and
         an FP32 tensor scale; :mod:`lowprec.nvfp4`).
+    scale_rule:
+        The MX scale rule (``floor``, ``ceil``, ``rceil``, ``even``; :data:`lowprec.mx.SCALE_RULES`).
+
+    Every :mod:`lowprec.schemes` name is a Quant: :meth:`from_scheme`.
     """
 
     format: str
     mode: str = "rne"
     scaling: str = "none"
+    scale_rule: str = "floor"
+
+    @classmethod
+    def from_scheme(cls, scheme: Any) -> Quant:
+        """The Quant that stores a tensor as a :mod:`lowprec.schemes` scheme (a name or a
+        :class:`~lowprec.schemes.Scheme`). ``fp16_loss_scale`` is fp16 (the loss scale is
+        the policy's ``loss_scaling``).
+
+        >>> str(Quant.from_scheme("mxfp4_rceil")), str(Quant.from_scheme("fp8_e4m3_current"))
+        ('mxfp4 (rceil scale rule)', 'fp8_e4m3 (current scaling)')
+        """
+        from ..schemes import get_scheme
+
+        s = get_scheme(scheme)
+        scaling = {"cast": "none", "loss_scale": "none"}.get(s.kind, s.kind)
+        return cls(s.fmt, s.mode, scaling, s.scale_rule if s.kind == "mx" else "floor")
+
+    @property
+    def scheme(self) -> str:
+        """The :mod:`lowprec.schemes` name of this Quant (``_sr`` for stochastic
+        rounding; other modes are not schemes and give ``FORMAT[MODE]``)."""
+        base = self.format
+        if self.scaling in ("current", "delayed"):
+            base += "_" + self.scaling
+        elif self.scaling == "mx" and self.scale_rule != "floor":
+            base += "_" + self.scale_rule
+        return base + {"rne": "", "stochastic": "_sr"}.get(self.mode, f"[{self.mode}]")
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", check_mode(self.mode))
@@ -70,6 +106,11 @@ class Quant:
         if self.scaling == "mx":
             if self.format not in MX_FORMATS:
                 raise ValueError(f"MX format must be one of {MX_FORMATS}, got {self.format!r}")
+            from ..mx import SCALE_RULES
+
+            if self.scale_rule not in SCALE_RULES:
+                raise ValueError(f"scale_rule must be one of {tuple(SCALE_RULES)}, "
+                                 f"got {self.scale_rule!r}")
         elif self.scaling == "nvfp4":
             if self.format != "nvfp4":
                 raise ValueError(f"scaling='nvfp4' needs format 'nvfp4', got {self.format!r}")
@@ -78,8 +119,10 @@ class Quant:
 
     def __str__(self) -> str:
         s = self.format
-        if self.scaling == "delayed":
-            s += " (delayed scaling)"
+        if self.scaling in ("delayed", "current"):
+            s += f" ({self.scaling} scaling)"
+        elif self.scaling == "mx" and self.scale_rule != "floor":
+            s += f" ({self.scale_rule} scale rule)"
         if self.mode != "rne":
             s += f" [{self.mode}]"
         return s
@@ -111,6 +154,13 @@ class Policy:
     init_scale: float = 2.0**16
     growth_interval: int = 2000
     tags: tuple[str, ...] = field(default=())
+    #: Per-layer choices that override the roles above, ``(layer, kind, Quant or None)``
+    #: (``layer`` a site as :func:`lowprec.torch.emulate` names it, e.g. a name of
+    #: ``model.named_modules()``; ``kind`` a key of :data:`ROLE_OF_KIND`: ``input``,
+    #: ``input_b``, ``weight``, ``output_grad``, ``weight_grad``; ``None``: that tensor is
+    #: not rounded).
+    #: :func:`lowprec.torch.emulate` applies them; lowprec's own trainer refuses them.
+    layers: tuple[tuple[str, str, Quant | None], ...] = field(default=())
 
     def __post_init__(self) -> None:
         if self.loss_scaling not in LOSS_SCALINGS:
@@ -122,10 +172,24 @@ class Policy:
             q = getattr(self, role)
             if q is not None and not isinstance(q, Quant):
                 raise TypeError(f"{role} must be a Quant or None, got {type(q).__name__}")
+        for entry in self.layers:
+            if (len(entry) != 3 or entry[1] not in ROLE_OF_KIND
+                    or not (entry[2] is None or isinstance(entry[2], Quant))):
+                raise ValueError(f"layers holds (layer, kind, Quant or None) with a kind of "
+                                 f"{tuple(ROLE_OF_KIND)}, got {entry!r}")
         if self.master is not None and self.master.scaling != "none":
             raise ValueError("master weights cannot use a scaled format")
         if self.master is None and self.weights is not None and self.weights.scaling != "none":
             raise ValueError("scaled weight formats need a master copy (master=Quant('fp32'))")
+
+    def quant(self, layer: str, kind: str) -> Quant | None:
+        """How ``layer`` stores its tensor of ``kind`` (a key of :data:`ROLE_OF_KIND`):
+        its per-layer choice, else the role's (``input`` -> ``activations``...)."""
+        for name, k, q in self.layers:
+            if name == layer and k == kind:
+                return q
+        default: Quant | None = getattr(self, ROLE_OF_KIND[kind])
+        return default
 
     def replace(self, **changes: Any) -> Policy:
         """A copy with some fields changed (``dataclasses.replace``)."""
@@ -142,6 +206,8 @@ class Policy:
         kw: dict[str, Any] = {k: (Quant(**v) if k in roles and v is not None else v)
                               for k, v in d.items()}
         kw["tags"] = tuple(kw.get("tags", ()))
+        kw["layers"] = tuple((str(a), str(r), None if q is None else Quant(**q))
+                             for a, r, q in kw.get("layers", ()))
         return cls(**kw)
 
 

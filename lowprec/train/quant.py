@@ -40,6 +40,12 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
         return lambda x: round_to(x, fmt, q.mode)
     # Only stochastic rounding draws from the generator (rng=None is the default).
     srng = rng if q.mode == "stochastic" else None
+    if q.scaling == "current":
+        def current(x: np.ndarray) -> np.ndarray:
+            t = scaling.quantize_per_tensor(x, q.format, mode=q.mode, rng=srng)
+            return np.asarray(t.dequantize(), dtype=x.dtype)
+
+        return current
     if q.scaling == "delayed":
         ds = scaling.DelayedScaling(q.format)
 
@@ -57,7 +63,8 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
         return nvfp4_round
 
     def mx_round(x: np.ndarray) -> np.ndarray:
-        t = mx.quantize(x, q.format, axis=axis, block_size=32, mode=q.mode, rng=srng)
+        t = mx.quantize(x, q.format, axis=axis, block_size=32, scale_rule=q.scale_rule,
+                        mode=q.mode, rng=srng)
         return np.asarray(t.dequantize(), dtype=x.dtype)
 
     return mx_round

@@ -98,6 +98,10 @@ def train(
     task_knobs: passed to the task builder (e.g. ``grad_exp=16``).
     """
     policy = get_policy(policy)
+    if policy.layers:
+        raise ValueError(f"policy {policy.name!r} has per-layer choices (for "
+                         "lowprec.torch.emulate, whose layers are a PyTorch model's); the "
+                         "trainer applies one Quant per role: use policy.replace(layers=())")
     if isinstance(task, str):
         task = get_task(task, seed, **task_knobs)
     elif task_knobs:
