@@ -115,6 +115,33 @@ def _fwht_groups(x, signs, scale, bf16, out):  # pragma: no cover - compiled
             out[base + i] = _to_bf16(v) if bf16 else v
 
 
+@njit(cache=True, nogil=True)
+def _fwht_columns(x, signs, scale, bf16, out):  # pragma: no cover - compiled
+    """out[j, g*n + i] = transform of x[g*n:(g+1)*n, j]: the transform along axis 0 of a
+    2-D ``x``, written transposed (rows of 16 at a time, the butterfly across columns)."""
+    n = signs.shape[0]
+    cols = x.shape[1]
+    buf = np.empty((n, cols), np.float64)
+    for g in range(x.shape[0] // n):
+        for i in range(n):
+            for j in range(cols):
+                buf[i, j] = np.float64(x[g * n + i, j]) * signs[i]
+        h = 1
+        while h < n:
+            for i in range(0, n, 2 * h):
+                for r in range(i, i + h):
+                    for j in range(cols):
+                        a = buf[r, j]
+                        b = buf[r + h, j]
+                        buf[r, j] = a + b
+                        buf[r + h, j] = a - b
+            h *= 2
+        for j in range(cols):
+            for i in range(n):
+                v = np.float32(buf[i, j] * scale)
+                out[j, g * n + i] = _to_bf16(v) if bf16 else v
+
+
 def rht(x: Any, signs: Any = None, axis: int = -1, precision: str = "bfloat16") -> np.ndarray:
     """The random Hadamard transform of ``x`` along ``axis``, in groups of ``len(signs)``
     (16: the recipe's) consecutive values.
@@ -134,6 +161,11 @@ def rht(x: Any, signs: Any = None, axis: int = -1, precision: str = "bfloat16") 
     if arr.shape[axis] % n:
         raise ValueError(f"the length of axis {axis} ({arr.shape[axis]}) must be a multiple of "
                          f"the Hadamard size {n}")
+    if arr.ndim == 2 and axis == 0:  # the wgrad operands: transformed and transposed at once
+        out_t = np.empty(arr.shape[::-1], np.float32)
+        _fwht_columns(np.ascontiguousarray(arr), s, 1.0 / np.sqrt(n), precision == "bfloat16",
+                      out_t)
+        return out_t.T
     moved = np.ascontiguousarray(np.moveaxis(arr, axis, -1))
     out = np.empty(moved.shape, np.float32)
     _fwht_groups(moved.reshape(-1), s, 1.0 / np.sqrt(n), precision == "bfloat16",

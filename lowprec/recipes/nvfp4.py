@@ -56,7 +56,7 @@ from .._runtime import _get_rng
 from ..hadamard import rht
 from ..nvfp4 import BLOCK_SCALE, ELEMENT, NVFP4Tensor, _block_scale_codes, global_encode_scale
 from ..rounding import decode, encode
-from ._nvfp4_kernels import sr8_e2m1
+from . import _nvfp4_kernels as _k
 
 __all__ = ["KEEP_BF16", "ROLES", "RecipeNVFP4Tensor", "four_over_six_candidates",
            "quantize", "quantize_operand", "random_bytes"]
@@ -211,47 +211,58 @@ def quantize(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *, rbits
     x2 = x32.reshape(-1, shape[-1]) if x32.size else x32.reshape(-1, max(shape[-1], 1))
     r, c = x2.shape
     rp, cp = -(-r // tr) * tr, -(-c // 16) * 16
-    xp = np.zeros((rp, cp), np.float32)
-    xp[:r, :c] = x2
-    finite = np.isfinite(xp)
-    mag = np.where(finite, np.abs(xp), _F32(0))
-    tile_amax = _tiles(mag, tr).max(axis=(1, 3))
-    bad = ~_tiles(finite, tr).all(axis=(1, 3))
+    if (rp, cp) == (r, c):
+        xp = np.ascontiguousarray(x2)
+    else:
+        xp = np.zeros((rp, cp), np.float32)
+        xp[:r, :c] = x2
+    tile_amax = np.empty((rp // tr, cp // 16), np.float32)
+    bad = np.empty(tile_amax.shape, np.bool_)
+    if xp.size:
+        _k.tile_amax(xp, tr, tile_amax, bad)
     if global_amax is None:
         amax = _F32(tile_amax.max()) if tile_amax.size else _F32(0)
     else:
         amax = _F32(global_amax)
         if not (np.isfinite(amax) and amax >= 0):
             raise ValueError(f"global_amax must be a finite float32 >= 0, got {global_amax!r}")
-    xz = np.where(finite, xp, _F32(0))
 
     if four_over_six:
         if rounding != "rne":
             raise ValueError("four_over_six picks between round-to-nearest candidates; "
                              "use rounding='rne'")
+        xz = np.where(np.isfinite(xp), xp, _F32(0))
         scale_codes, codes, s_enc = four_over_six_candidates(xz, tile_amax, amax, tr, error,
                                                              e4m3_max)
-        codes = codes.reshape(rp, cp)
+        codes = np.where(np.repeat(np.repeat(bad, tr, 0), 16, 1), np.uint8(0),
+                         codes.reshape(rp, cp))
     else:
         s_enc = global_encode_scale(amax)
         scale_codes = _block_scale_codes(tile_amax.reshape(-1), s_enc).reshape(tile_amax.shape)
         with np.errstate(divide="ignore", over="ignore"):
             enc = np.minimum(_F32(1) / (_scale_values(scale_codes) * (_F32(1) / s_enc)),
-                             _FLT_MAX)
-            v = np.clip(_tiles(xz, tr) * _per_row(enc, tr), _F32(-6), _F32(6)).reshape(rp, cp)
-        if rounding == "rne":
-            codes = encode(v, ELEMENT, "rne", saturate=True)
-        else:
+                             _FLT_MAX).astype(np.float32)
+        stochastic = rounding == "stochastic"
+        if stochastic:
             bits = _rbits(rbits, rng, (r, c))
-            full = np.zeros((rp, cp), np.uint8)
-            full[:r, :c] = bits
-            codes = sr8_e2m1(v.reshape(-1), full.reshape(-1)).reshape(rp, cp)
-    codes = np.where(np.repeat(np.repeat(bad, tr, 0), 16, 1), np.uint8(0), codes)
+            if (rp, cp) != (r, c):
+                full = np.zeros((rp, cp), np.uint8)
+                full[:r, :c] = bits
+                bits = full
+            bits = np.ascontiguousarray(bits).reshape(-1)
+        else:
+            bits = np.empty(0, np.uint8)
+        codes = None
+        if not stochastic and xp.size:  # lowprec.nvfp4's compiled element pass, per row
+            codes = _k.rne_codes(xp, tr, scale_codes, bad, _F32(1) / s_enc)
+        if codes is None:
+            codes = np.empty((rp, cp), np.uint8)
+            _k.tile_codes(xp, tr, enc, bad, bits, stochastic, codes)
     scale_codes = np.where(bad, np.uint8(_E4M3_NAN), scale_codes).astype(np.uint8)
     rows_scales = np.repeat(scale_codes, tr, axis=0)[:r]
     nb = cp // 16
     return RecipeNVFP4Tensor(
-        np.ascontiguousarray(codes[:r, :c].astype(np.uint8).reshape(shape)),
+        np.ascontiguousarray(codes[:r, :c]).reshape(shape),
         np.ascontiguousarray(rows_scales.reshape(shape[:-1] + (nb,))),
         _F32(1) / _F32(s_enc), tuple(shape), len(shape) - 1, 16, block_rows=tr)
 
@@ -286,7 +297,7 @@ def quantize_operand(x: Any, role: str, *, signs: Any = None, rbits: Any = None,
     if arr.ndim != 2:
         raise ValueError(f"quantize_operand takes a 2-D operand, got shape {arr.shape}")
     if with_rht:
-        arr = np.ascontiguousarray(rht(arr.astype(np.float32), signs, axis=0).T)
+        arr = np.ascontiguousarray(rht(arr.astype(np.float32, copy=False), signs, axis=0).T)
     if rounding == "rne":
         return quantize(arr, block_shape, "rne", four_over_six=four_over_six)
     return quantize(arr, block_shape, "stochastic", rbits=rbits, rng=rng)
