@@ -10,10 +10,12 @@ policy (fprop / dgrad / wgrad) can name them one entry at a time:
 * :mod:`lowprec.recipes.fp8`: MXFP8 as torchao's ``MXLinear`` and Transformer
   Engine's ``MXFP8BlockScaling`` quantize the three GEMMs, and DeepSeek-V3's
   block-wise FP8 (1x128 activation tiles, 128x128 weight tiles).
+* :mod:`lowprec.recipes.lab`: per-block bias and variance of the NVFP4 gradient
+  quantizers (round to nearest, stochastic rounding, 4over6, Hadamard + SR).
 
 See ``docs/recipes.md`` for the sources and the conventions where they differ.
 """
 
-from . import fp8, nvfp4
+from . import fp8, lab, nvfp4
 
-__all__ = ["fp8", "nvfp4"]
+__all__ = ["fp8", "lab", "nvfp4"]
