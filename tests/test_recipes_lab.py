@@ -64,6 +64,18 @@ def test_bad_input():
     with pytest.raises(ValueError, match="finite"):
         lab.block_stats(np.full((1, 16), np.nan, F32))
     with pytest.raises(ValueError, match="unknown quantizers"):
-        lab.block_stats(np.ones((1, 16), F32), ("eden",))
+        lab.block_stats(np.ones((1, 16), F32), ("quartet",))
     with pytest.raises(ValueError, match="draws"):
         lab.block_stats(np.ones((1, 16), F32), draws=1)
+
+
+def test_ms_eden_is_nearly_unbiased_with_lower_error_than_sr():
+    """MS-EDEN on a Gaussian gradient, 64 draws: squared bias 1.16 +- 0.06 times
+    variance / draws (6 seeds: nearly unbiased; sign-randomized Hadamard rotations make
+    EDEN unbiased only approximately), and its mse about 0.57 of SR's."""
+    g = np.random.default_rng(1).standard_normal((64, 64)).astype(F32)
+    s = lab.block_stats(g, ("eden", "sr", "rtn"), draws=64, rng=3)
+    e = s["eden"]
+    assert (e.bias ** 2).mean() / (e.variance.mean() / e.draws) < 1.5
+    assert e.mse.mean() < 0.7 * s["sr"].mse.mean()
+    assert e.bias.mean() < 0.25 * s["rtn"].bias.mean()

@@ -9,7 +9,14 @@ of the last axis:
 ``4over6``   Transformer Engine's 4over6 block choice (round to nearest);
 ``rht_sr``   the random Hadamard transform (:mod:`lowprec.hadamard`, float32 output so
              that only the quantizer is measured), 8-bit stochastic rounding, and the
-             inverse transform in float64 (``R`` is orthogonal: ``x = (x R) R^T``).
+             inverse transform in float64 (``R`` is orthogonal: ``x = (x R) R^T``);
+``eden``     Quartet II's MS-EDEN (IST-DASLab/Quartet-II,
+             ``src/models/quantization/quantizers/eden.py``, ``scale_dtype="e4m3"``; read,
+             not copied), with groups of 16: a fresh random-sign Hadamard rotation per
+             draw, E4M3 block scales under a per-tensor scale ``amax/256`` (decode
+             ``global/6 * 17/16``), round to nearest (even here), then each block scale
+             times EDEN's correction ``sum(v^2) / sum(v * q)`` stochastically rounded to
+             E4M3, and the inverse rotation (all float64, E4M3 roundings by lowprec).
 
 Per element ``i``, with ``x_hat`` the dequantized draws: ``bias_i = mean(x_hat_i) - x_i``
 and ``var_i`` their variance (``ddof=1``). A block reports ``bias`` = the RMS of
@@ -35,12 +42,13 @@ import numpy as np
 from .._blocks import as_working_array
 from .._runtime import _get_rng
 from ..hadamard import rht, rht_matrix
+from ..rounding import round_to
 from . import nvfp4
 
 __all__ = ["QUANTIZERS", "BlockStats", "block_stats"]
 
-QUANTIZERS = ("rtn", "sr", "4over6", "rht_sr")
-_STOCHASTIC = {"sr", "rht_sr"}
+QUANTIZERS = ("rtn", "sr", "4over6", "rht_sr", "eden")
+_STOCHASTIC = {"sr", "rht_sr", "eden"}
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,28 @@ class BlockStats:
         return self.bias ** 2 + self.variance
 
 
+def _eden(x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One MS-EDEN draw of ``x`` (module docstring), dequantized, in x's domain."""
+    r = rht_matrix(rng.choice(np.array([-1, 1]), 16))
+    y = x.astype(np.float64).reshape(-1, 16) @ r
+    amax = np.abs(y).max(axis=1, keepdims=True)
+    g = amax.max() / 256.0 or 1.0
+    sb = round_to(amax / g, "fp8_e4m3", "rne", saturate=True)
+    sb = np.where(sb == 0, 1.0, sb)
+    gd = g / 6.0 * (17 / 16)
+    v = y / sb / gd
+    q = round_to(np.clip(v, -6, 6), "fp4_e2m1", "rne")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        corr = (v * v).sum(axis=1, keepdims=True) / (v * q).sum(axis=1, keepdims=True)
+    corr = np.where(np.isfinite(corr), corr, 1.0)
+    s2 = round_to(np.minimum(sb * corr, 447.99), "fp8_e4m3", "stochastic", saturate=True,
+                  rng=rng)
+    return ((q * s2 * gd) @ r.T).reshape(x.shape)
+
+
 def _draw(x: np.ndarray, name: str, rng: np.random.Generator) -> np.ndarray:
+    if name == "eden":
+        return _eden(x, rng)
     if name == "rtn":
         return nvfp4.quantize(x).dequantize()
     if name == "4over6":
