@@ -146,3 +146,39 @@ def test_deepseek_gemm_scales_each_partial_sum_once():
     assert np.array_equal(got, want)
     with pytest.raises(ValueError, match="tile-quantized"):
         fp8.deepseek_gemm(lp.scaling.quantize_per_tensor(a), tb)
+
+
+def _te_mxfp4_reference(x: np.ndarray):
+    """Transformer Engine's reference_nvfp4.py in its pow_2_scales mode (MXFP4, 1x32):
+    decode scale 2**clamp(ceil(log2(amax / 6)), -127, 127), elements x / scale clamped to
+    +-6 and cast by torchao's f32_to_f4_unpacked."""
+    torch = pytest.importorskip("torch")
+    kernels = pytest.importorskip("torchao.prototype.mx_formats.kernels")
+    xt = torch.from_numpy(x).view(x.shape[0], -1, 32)
+    e = torch.clamp(torch.ceil(torch.log2(xt.abs().amax(-1, keepdim=True) / 6.0)), -127, 127)
+    enc = 1.0 / (2.0 ** e)
+    codes = kernels.f32_to_f4_unpacked(torch.clamp(xt * enc, -6, 6).reshape(x.shape)
+                                       .contiguous()).numpy()
+    return codes, (e.squeeze(-1).numpy() + 127).astype(np.uint8)
+
+
+@pytest.mark.parametrize("spread", [0, 8, 30])
+def test_te_mxfp4_reference_is_mx_rceil(spread):
+    x, _, _ = _layer(10 + spread, m=64, k=256, spread=spread)
+    codes, scales = _te_mxfp4_reference(x)
+    t = lp.mx.quantize(x, "mxfp4", scale_rule="rceil")
+    assert np.array_equal(t.scale_codes, scales) and np.array_equal(t.codes, codes)
+
+
+def test_te_mxfp4_reference_loses_the_log2_increment():
+    """amax one float32 ulp above 6 * 2**-20: TE's Python reference takes
+    ceil(log2(amax / 6)) in float32, where log2 of 2**-20 * (1 + 2**-23) rounds to -20
+    exactly, so its scale is 2**-20 and the maximum is clamped (code 7, value 6);
+    lowprec's rceil (the GPU kernels' rule) rounds up to 2**-19 and nothing clips
+    (3.0000002 -> code 5, value 3). docs/recipes.md lists it."""
+    x = np.zeros((1, 32), F32)
+    x[0, 0] = np.nextafter(F32(6 * 2.0 ** -20), F32(1))
+    codes, scales = _te_mxfp4_reference(x)
+    t = lp.mx.quantize(x, "mxfp4", scale_rule="rceil")
+    assert scales.tolist() == [[127 - 20]] and codes[0, 0] == 7
+    assert t.scale_codes.tolist() == [[127 - 19]] and t.codes[0, 0] == 5
