@@ -301,3 +301,16 @@ def test_operand_roles():
     w = R.quantize_operand(x.T, "weight")
     assert w.block_rows == 16 and np.array_equal(w.codes, R.quantize(x.T, (16, 16)).codes)
     assert R.quantize_operand(x, "fprop_input").block_rows == 1
+
+
+@pytest.mark.parametrize("shape, tile_rows", [((48, 64), 16), ((20, 40), 16), ((5, 3, 32), 1)])
+def test_pack_is_nbytes_and_round_trips(shape, tile_rows):
+    x = _data(shape, 6, 8)
+    t = R.quantize(x, (tile_rows, 16))
+    data = t.pack()
+    assert data.size == t.nbytes
+    u = R.RecipeNVFP4Tensor.from_packed(data.tobytes(), shape, block_rows=tile_rows)
+    assert u.global_scale == t.global_scale and u.block_rows == tile_rows
+    assert np.array_equal(u.codes, t.codes) and np.array_equal(u.scale_codes, t.scale_codes)
+    with pytest.raises(ValueError, match="bytes"):
+        R.RecipeNVFP4Tensor.from_packed(data[:-1], shape, block_rows=tile_rows)

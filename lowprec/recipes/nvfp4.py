@@ -103,8 +103,47 @@ class RecipeNVFP4Tensor(NVFP4Tensor):
 
     @property
     def nbytes(self) -> int:
-        n = int(np.prod(self.shape))
-        return 4 + self.n_blocks + -(-n // 2)
+        """4 bytes of FP32 global scale, one E4M3 byte per block (per tile), 4 bits per
+        element (the last axis padded to whole blocks)."""
+        rows = self.scale_codes.size // max(self.scale_codes.shape[-1], 1)
+        return 4 + self.n_blocks + -(-rows * self.scale_codes.shape[-1] * 16 // 2)
+
+    def pack(self) -> np.ndarray:
+        """:meth:`NVFP4Tensor.pack`'s layout with one scale byte per *tile* (the first of
+        its rows), so ``pack().size == nbytes``; :meth:`from_packed` undoes it."""
+        head = np.array([self.global_scale], dtype="<f4").view(np.uint8)
+        nb = self.scale_codes.shape[-1]
+        tiles = self.scale_codes.reshape(-1, nb)[::self.block_rows].reshape(-1)
+        codes = np.ascontiguousarray(self.codes).reshape(-1, self.shape[-1])
+        padded = np.zeros((codes.shape[0], nb * 16), np.uint8)
+        padded[:, :codes.shape[1]] = codes
+        return np.concatenate([head, tiles, _blocks.pack_bits(padded, 4)])
+
+    @classmethod
+    def from_packed(cls, data: Any, shape: tuple[int, ...], axis: int = -1,
+                    block_size: int = 16, block_rows: int = 1) -> RecipeNVFP4Tensor:
+        """Rebuild a :class:`RecipeNVFP4Tensor` (last axis, blocks of 16) from :meth:`pack`."""
+        shape = tuple(int(v) for v in shape)
+        if not shape or _blocks.normalize_axis(axis, len(shape)) != len(shape) - 1 \
+                or block_size != 16 or block_rows not in (1, 16):
+            raise ValueError("recipe NVFP4 tensors are blocked along the last axis in 1x16 or "
+                             "16x16 blocks (block_rows 1 or 16)")
+        buf = (np.frombuffer(data, dtype=np.uint8) if isinstance(data, (bytes, bytearray))
+               else np.asarray(data, dtype=np.uint8)).reshape(-1)
+        rows, cols = int(np.prod(shape[:-1], dtype=np.int64)), shape[-1]
+        nb = -(-cols // 16)
+        n_tiles = -(-rows // block_rows) * nb
+        need = 4 + n_tiles + -(-rows * nb * 16 // 2)
+        if buf.size != need:
+            raise ValueError(f"packed recipe NVFP4 data of shape {shape} is {need} bytes, "
+                             f"got {buf.size}")
+        gs = buf[:4].copy().view("<f4")[0]
+        tiles = buf[4:4 + n_tiles].reshape(-1, nb)
+        scales = np.repeat(tiles, block_rows, axis=0)[:rows]
+        codes = _blocks.unpack_bits(buf[4 + n_tiles:], 4, rows * nb * 16).reshape(rows, -1)
+        return cls(np.ascontiguousarray(codes[:, :cols]).reshape(shape),
+                   np.ascontiguousarray(scales).reshape(shape[:-1] + (nb,)), _F32(gs), shape,
+                   len(shape) - 1, 16, block_rows=block_rows)
 
 
 def random_bytes(n: int, rng: Any = None) -> np.ndarray:
