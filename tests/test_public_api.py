@@ -49,7 +49,7 @@ SUBMODULES = {
     "plot": ["inspect_heatmap", "inspect_histograms", "OKABE_ITO", "REGION_COLORS",
              "REGION_LABELS", "accumulation_error", "final_ranking", "format_comparison",
              "gradient_samples", "loss_scale_trace", "lost_updates", "memory_stack",
-             "number_line", "outlier_scaling", "region_edges", "relative_error", "rounding_edges",
+             "number_line", "outlier_scaling", "quantizer_lab", "region_edges", "relative_error", "rounding_edges",
              "running_sum", "scheme_errors", "spacing", "stochastic_rounding",
              "training_curves", "ulp_steps", "underflow_histogram", "underflow_per_layer",
              "underflow_shares"],
