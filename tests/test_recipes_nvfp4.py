@@ -303,10 +303,12 @@ def test_operand_roles():
     assert R.quantize_operand(x, "fprop_input").block_rows == 1
 
 
-@pytest.mark.parametrize("shape, tile_rows", [((48, 64), 16), ((20, 40), 16), ((5, 3, 32), 1)])
+@pytest.mark.parametrize("shape, tile_rows", [((48, 64), 16), ((20, 40), 16), ((5, 3, 32), 1),
+                                              ((16,), 1), ((0, 16), 16), ((2, 0), 16)])
 def test_pack_is_nbytes_and_round_trips(shape, tile_rows):
     x = _data(shape, 6, 8)
     t = R.quantize(x, (tile_rows, 16))
+    assert t.dequantize().shape == shape
     data = t.pack()
     assert data.size == t.nbytes
     u = R.RecipeNVFP4Tensor.from_packed(data.tobytes(), shape, block_rows=tile_rows)

@@ -97,24 +97,26 @@ class RecipeNVFP4Tensor(NVFP4Tensor):
     block_rows: int = 1
 
     @property
+    def _rows(self) -> int:
+        return int(np.prod(self.shape[:-1], dtype=np.int64))
+
+    @property
     def n_blocks(self) -> int:
-        rows = self.scale_codes.size // max(self.scale_codes.shape[-1], 1)
-        return int(-(-rows // self.block_rows) * self.scale_codes.shape[-1])
+        return int(-(-self._rows // self.block_rows) * self.scale_codes.shape[-1])
 
     @property
     def nbytes(self) -> int:
         """4 bytes of FP32 global scale, one E4M3 byte per block (per tile), 4 bits per
         element (the last axis padded to whole blocks)."""
-        rows = self.scale_codes.size // max(self.scale_codes.shape[-1], 1)
-        return 4 + self.n_blocks + -(-rows * self.scale_codes.shape[-1] * 16 // 2)
+        return 4 + self.n_blocks + -(-self._rows * self.scale_codes.shape[-1] * 16 // 2)
 
     def pack(self) -> np.ndarray:
         """:meth:`NVFP4Tensor.pack`'s layout with one scale byte per *tile* (the first of
         its rows), so ``pack().size == nbytes``; :meth:`from_packed` undoes it."""
         head = np.array([self.global_scale], dtype="<f4").view(np.uint8)
         nb = self.scale_codes.shape[-1]
-        tiles = self.scale_codes.reshape(-1, nb)[::self.block_rows].reshape(-1)
-        codes = np.ascontiguousarray(self.codes).reshape(-1, self.shape[-1])
+        tiles = self.scale_codes.reshape(self._rows, nb)[::self.block_rows].reshape(-1)
+        codes = np.ascontiguousarray(self.codes).reshape(self._rows, self.shape[-1])
         padded = np.zeros((codes.shape[0], nb * 16), np.uint8)
         padded[:, :codes.shape[1]] = codes
         return np.concatenate([head, tiles, _blocks.pack_bits(padded, 4)])
@@ -138,9 +140,9 @@ class RecipeNVFP4Tensor(NVFP4Tensor):
             raise ValueError(f"packed recipe NVFP4 data of shape {shape} is {need} bytes, "
                              f"got {buf.size}")
         gs = buf[:4].copy().view("<f4")[0]
-        tiles = buf[4:4 + n_tiles].reshape(-1, nb)
+        tiles = buf[4:4 + n_tiles].reshape(-(-rows // block_rows), nb)
         scales = np.repeat(tiles, block_rows, axis=0)[:rows]
-        codes = _blocks.unpack_bits(buf[4 + n_tiles:], 4, rows * nb * 16).reshape(rows, -1)
+        codes = _blocks.unpack_bits(buf[4 + n_tiles:], 4, rows * nb * 16).reshape(rows, nb * 16)
         return cls(np.ascontiguousarray(codes[:, :cols]).reshape(shape),
                    np.ascontiguousarray(scales).reshape(shape[:-1] + (nb,)), _F32(gs), shape,
                    len(shape) - 1, 16, block_rows=block_rows)
@@ -247,7 +249,7 @@ def quantize(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *, rbits
     with np.errstate(over="ignore"):
         x32 = arr.astype(np.float32, copy=False)
     shape = x32.shape
-    x2 = x32.reshape(-1, shape[-1]) if x32.size else x32.reshape(-1, max(shape[-1], 1))
+    x2 = x32.reshape(int(np.prod(shape[:-1], dtype=np.int64)), shape[-1])
     r, c = x2.shape
     rp, cp = -(-r // tr) * tr, -(-c // 16) * 16
     if (rp, cp) == (r, c):
