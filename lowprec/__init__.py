@@ -13,7 +13,7 @@ autograd and train (precision policies, loss scaling) -> plot, figures, cli.
 0.1015625
 """
 
-from . import mx, nvfp4, quant_error, scaling
+from . import hadamard, mx, nvfp4, quant_error, recipes, scaling
 from .arith import add, div, fma, mul, sqrt, sub
 from .explain import Explanation, RangeStats, explain, range_stats
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
@@ -38,6 +38,7 @@ __all__ = [
     "explain",
     "fma",
     "get_format",
+    "hadamard",
     "list_formats",
     "list_models",
     "matmul",
@@ -47,6 +48,7 @@ __all__ = [
     "nvfp4",
     "pack",
     "quant_error",
+    "recipes",
     "range_stats",
     "round_to",
     "scaling",

@@ -30,7 +30,8 @@ LAYERS: dict[str, int] = {
     # arithmetic and accumulation models
     "arith": 3, "matmul": 3, "tensorcores": 3, "gpu": 3,
     # scaled and block formats; the validation of hardware against the models
-    "scaling": 4, "mx": 4, "nvfp4": 4, "schemes": 4, "quant_error": 4, "validate": 4, "_validate_report": 4,
+    "scaling": 4, "mx": 4, "nvfp4": 4, "schemes": 4, "quant_error": 4, "validate": 4,
+    "_validate_report": 4, "hadamard": 4, "recipes": 4,
     "identify": 4,
     # autograd and the trainer
     "autograd": 5, "train": 5,

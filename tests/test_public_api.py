@@ -16,7 +16,7 @@ TOP_LEVEL = [
     "Explanation", "FORMATS", "FloatFormat", "MODES", "RangeStats", "add", "custom_format",
     "decode", "div", "dot", "encode", "explain", "fma", "get_format", "list_formats",
     "list_models", "matmul", "mul", "mx", "nvfp4", "pack", "quant_error", "range_stats",
-    "round_to", "scaling", "sqrt", "sub", "unpack", "vecdot",
+    "recipes", "round_to", "scaling", "hadamard", "sqrt", "sub", "unpack", "vecdot",
 ]
 
 SUBMODULES = {
@@ -36,6 +36,12 @@ SUBMODULES = {
     "mx": ["MXFormat", "MXTensor", "MX_FORMATS", "SCALE_RULES", "e8m0_scale_codes",
            "get_mx_format", "quantize"],
     "nvfp4": ["BLOCK_SCALE", "ELEMENT", "NVFP4Tensor", "global_encode_scale", "quantize"],
+    "hadamard": ["SIGN_VECTOR", "hadamard_matrix", "rht", "rht_matrix"],
+    "recipes": ["fp8", "lab", "nvfp4"],
+    "recipes.lab": ["BlockStats", "QUANTIZERS", "block_stats"],
+    "recipes.nvfp4": ["KEEP_BF16", "ROLES", "RecipeNVFP4Tensor", "four_over_six_candidates",
+                      "quantize", "quantize_operand", "random_bytes"],
+    "recipes.fp8": ["GEMM_AXES", "deepseek_gemm", "deepseek_operands", "mxfp8_operands"],
     "quant_error": ["Scheme", "SchemeError", "compare_schemes", "format_table", "parse_scheme",
                     "plot_schemes", "to_columns"],
     "explain": ["Explanation", "RangeStats", "explain", "range_stats"],
@@ -43,7 +49,7 @@ SUBMODULES = {
     "plot": ["inspect_heatmap", "inspect_histograms", "OKABE_ITO", "REGION_COLORS",
              "REGION_LABELS", "accumulation_error", "final_ranking", "format_comparison",
              "gradient_samples", "loss_scale_trace", "lost_updates", "memory_stack",
-             "number_line", "outlier_scaling", "region_edges", "relative_error", "rounding_edges",
+             "number_line", "outlier_scaling", "quantizer_lab", "region_edges", "relative_error", "rounding_edges",
              "running_sum", "scheme_errors", "spacing", "stochastic_rounding",
              "training_curves", "ulp_steps", "underflow_histogram", "underflow_per_layer",
              "underflow_shares"],

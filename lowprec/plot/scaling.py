@@ -14,7 +14,7 @@ from ._style import (
     _new_ax,
 )
 
-__all__ = ["accumulation_error", "outlier_scaling", "scheme_errors"]
+__all__ = ["accumulation_error", "outlier_scaling", "quantizer_lab", "scheme_errors"]
 
 # --------------------------------------------------- 5. scaling and accumulation
 def scheme_errors(
@@ -142,4 +142,38 @@ def accumulation_error(
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
     ax.grid(True, color="0.92", linewidth=0.6)
     ax.set_title(title or "Accumulation error grows with K")
+    return ax
+
+
+def quantizer_lab(
+    stats: Mapping[str, Any],
+    *,
+    title: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Where each gradient quantizer's error comes from: per quantizer a bar of its mean
+    squared error split into squared bias (solid) and variance (hatched), over all blocks.
+
+    ``stats`` maps a quantizer name to anything with per-block ``bias`` (RMS) and
+    ``variance`` arrays (:func:`lowprec.recipes.lab.block_stats` gives them). Each bar is
+    labelled with its mse; gid of each bar: ``"<name>:bias"`` / ``"<name>:variance"``.
+    An unbiased quantizer's bias part is only the noise of its finite draws.
+    """
+    ax = _new_ax(ax, (7.5, 4.5))
+    names = list(stats)
+    for i, name in enumerate(names):
+        st = stats[name]
+        b2 = float(np.mean(np.asarray(st.bias, dtype=np.float64) ** 2))
+        var = float(np.mean(np.asarray(st.variance, dtype=np.float64)))
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        ax.bar(i, b2, color=color, gid=f"{name}:bias",
+               label="squared bias" if i == 0 else None)
+        ax.bar(i, var, bottom=b2, color=color, alpha=0.45, hatch="//", edgecolor=color,
+               gid=f"{name}:variance", label="variance" if i == 0 else None)
+        ax.annotate(f"{b2 + var:.3g}", (i, b2 + var), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_ylabel("mean squared error per element (squared bias + variance)")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", color="0.92", linewidth=0.6)
+    ax.set_title(title or "Gradient quantizers: bias and variance")
     return ax
