@@ -180,6 +180,8 @@ def library_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dic
     import cupy
 
     ks = LIBRARY_K[::2] if quick else LIBRARY_K
+    # 32x32 at every K; a second shape up to K = 1024 (the emulation of all candidate
+    # models costs M*N*K per model on the CPU, and the section must fit one GPU lease).
     shapes = [(32, 32)] + ([] if quick else [(64, 48)])
     try:
         import torch
@@ -195,6 +197,8 @@ def library_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dic
         fmt = get_format(fname)
         for (m, n) in shapes:
             for k in ks:
+                if (m, n) != shapes[0] and k > 1024:
+                    continue
                 a, b = operands(fmt, (m, k), rng), operands(fmt, (k, n), rng)
                 av, bv = decode(a, fmt), decode(b, fmt)
                 runs: dict[str, tuple[np.ndarray, str]] = {}
