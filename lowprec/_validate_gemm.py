@@ -10,9 +10,11 @@ Two sections:
   E4M3 with ``use_fast_accum`` on and off -- over K from 16 to 8192.
 
 Every candidate is a named model of :mod:`lowprec.matmul` (architecture models,
-the library names ``cublas``, ``cublaslt_fp8``, ``cublaslt_fp8_fast``,
-``mma_sync_fp8_sm90``) or ``promote(K/s, "h100")``, the split-K reduction of ``s``
-slices. All of them run in the few compiled kernels of ``lowprec/_kernels/matmul.py``
+the library names ``cublas``, ``cublaslt_fp8``, ``cublaslt_fp8_fast``; for FP8 also
+Hopper's FP16 rule on the FP8 values) or ``promote(K/s, "h100")``, the split-K reduction
+of ``s`` slices. The ``mma.sync`` FP8 rows, which no named model reproduced on the H200
+(it runs as ``HMMA.16816.F32`` there), also get :func:`lowprec.identify.identify_dot`'s
+search over ``tensor_core(block, align_bits, ...)`` parameters on their smallest shape. All of them run in the few compiled kernels of ``lowprec/_kernels/matmul.py``
 (exact, sequential, tensor core): no per-format kernel is compiled.
 
 The same functions serve users' own tensors (docs/gpu.md, "Which model is my GEMM?"):
@@ -29,8 +31,8 @@ from typing import Any
 import numpy as np
 
 from .formats import FloatFormat, get_format
+from .matmul import H100, promote
 from .matmul import matmul as lp_matmul
-from .matmul import promote
 from .rounding import decode, round_to
 
 Log = Callable[[str], None]
@@ -44,7 +46,8 @@ def candidates(inputs: str, k: int) -> dict[str, Any]:
     out: dict[str, Any] = {"exact": "exact", "sequential": "sequential", "h100": "h100"}
     if inputs.startswith("fp8"):
         out.update({"cublaslt_fp8": "cublaslt_fp8", "cublaslt_fp8_fast": "cublaslt_fp8_fast",
-                    "mma_sync_fp8_sm90": "mma_sync_fp8_sm90", "ada": "ada", "b200": "b200"})
+                    "h100 FP16 rule on FP8 values": H100.rule("fp16"), "ada": "ada",
+                    "b200": "b200"})
     else:
         out.update({"a100": "a100", "b200": "b200"})
     for s in (2, 4, 8, 16):  # split-K: s slices in the chain, partial sums added in fp32
@@ -149,10 +152,28 @@ def kernel_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict
                 continue
             secs = time.perf_counter() - t0
             output = "fp16" if out == "float16" else "fp32"
-            row = _row(what, name, (m, n, k), got, decode(a, fmt), decode(b, fmt), output, secs)
+            av, bv = decode(a, fmt), decode(b, fmt)
+            row = _row(what, name, (m, n, k), got, av, bv, output, secs)
+            if engine == "mma" and m * n <= 128:  # the HMMA path: search the parameters
+                row["identify_dot_search"] = _search(av, bv, got, name)
             rows.append(row)
             log(f"  gemm {name} {what} {m}x{n}x{k}: {row['behaves_like']}")
     return rows
+
+
+def _search(av: np.ndarray, bv: np.ndarray, got: np.ndarray, fmt: str) -> str:
+    """identify_dot with its tensor_core parameter search on every output of a GEMM."""
+    from .identify import identify_dot
+
+    m, n = got.shape
+    rows_a = np.repeat(av, n, axis=0)
+    rows_b = np.tile(bv.T, (m, 1))
+    try:
+        ident = identify_dot(rows_a, rows_b, None, got.ravel(), inputs=fmt, search=True)
+    except ValueError as exc:
+        return f"not run: {exc}"[:200]
+    best = ", ".join(f"{k}={v}" for k, v in ident.best.items())
+    return f"{best} on {round(ident.explained * ident.n)}/{ident.n} outputs"
 
 
 def _torch_gemms(a: np.ndarray, b: np.ndarray, fmt: str) -> dict[str, np.ndarray]:

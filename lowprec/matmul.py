@@ -190,10 +190,6 @@ LIBRARY_GEMMS: dict[str, LibraryGemm] = {g.name: g for g in [
                 "(CuPy 14.2.0) 100% at K = 32..1024; torch.matmul (2.11.0+cu130) = this, then "
                 "one RNE rounding to fp16/bf16: 100% at K = 16..1024, 1019/1024 (fp16) and "
                 f"1022/1024 (bf16) at K = 4096 (split-K suspected); {_H200}"),
-    LibraryGemm("mma_sync_fp8_sm90", replace(H100.rule("fp16"), name="mma_sync_fp8_sm90"),
-                "= Hopper's FP16 rule on FP8 values; HYPOTHESIS, unconfirmed: mma.sync m16n8k32 E4M3/E5M2 on sm_90 compiles "
-                "to HMMA.16816.F32 (FP8 -> FP16, exact, then Hopper's FP16 rule); the "
-                f"FP8 rule reproduced 0-2 outputs; {_H200}"),
 ]}
 
 _MODELS: dict[str, AccumulationModel] = {

@@ -253,8 +253,8 @@ def matmul(a, b, fmt: str, *, out: str = "float32", engine: str = "mma"):
     * fp16, ``out="float16"``: ``cupy.matmul`` on float16 arrays, as CuPy users
       call it (2-D; CuPy's batched fp16 path converts to fp32 first);
     * fp8_e4m3/fp8_e5m2: ``mma.sync.m16n8k32`` with fp32 accumulation (gemm_fp8.cu);
-      on sm_90 ptxas makes it ``HMMA.16816.F32`` (the FP16 path; model
-      ``mma_sync_fp8_sm90``, a hypothesis); ``engine="wgmma"``:
+      on sm_90 ptxas makes it ``HMMA.16816.F32`` (the FP16 path, whose model is not yet
+      found); ``engine="wgmma"``:
       ``wgmma.mma_async.m64n8k32`` on Hopper's FP8 tensor cores (gemm_fp8_wgmma.cu;
       the ``h100`` model on every output measured on an H200).
 

@@ -8,8 +8,8 @@
 // for FP8 on this GPU", not "what does cuBLASLt's FP8 GEMM give". Its fragment
 // loads, stores and k-block chaining are checked against the PTX ISA layout on
 // the CPU (tests/test_gpu_fragments.py): the kernel is right; the HMMA path
-// needs its own model (lowprec.matmul "mma_sync_fp8_sm90", a hypothesis until
-// the next hardware run).
+// needs its own model, not yet found (Hopper's FP16 rule on the FP8 values is
+// ruled out by the record's statistics); validate --gpu searches for it.
 //
 // C[M][N] (float32) = A[M][K] @ B[K][N] with A, B given as row-major uint8
 // codes; M % 16 == 0, N % 8 == 0, K % 32 == 0 (the Python side pads with +0).
