@@ -59,13 +59,8 @@ def check_rule(rule: str) -> str:
 
 
 def _fraction64(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sign bits and float64 fraction fields of NaNs ``x`` (float32 widened as cvt.f64.f32)."""
-    if x.dtype == np.float32:
-        u = x.view(np.uint32).astype(np.uint64)
-        sign = u >> np.uint64(31)
-        frac = ((u & np.uint64(0x7FFFFF)) << np.uint64(29)) | (np.uint64(1) << np.uint64(51))
-        return sign, frac
-    u = x.astype(np.float64).view(np.uint64)
+    """Sign bits and fraction fields of float64 NaNs ``x``."""
+    u = np.ascontiguousarray(x, dtype=np.float64).view(np.uint64)
     return u >> np.uint64(63), u & np.uint64((1 << 52) - 1)
 
 
@@ -93,14 +88,19 @@ def nan_codes(x: np.ndarray, fmt: FloatFormat | str, rule: str) -> np.ndarray:
                              "does not apply (use nan='lowprec')")
     if rule == "canonical":
         return np.full(n, ones, dtype=fmt.code_dtype)
-    sign, frac = _fraction64(x)
-    sbit = (sign << np.uint64(fmt.width - 1)) if fmt.signed else np.uint64(0)
+    if x.dtype == np.float32:  # widened as cvt.f64.f32: float32 fraction bits on top
+        u = np.ascontiguousarray(x).view(np.uint32)
+        sign, top_bits, shift = u >> np.uint32(31), u, 23
+    else:
+        (sign, top_bits), shift = _fraction64(x), 52
+    sbit = (sign << sign.dtype.type(fmt.width - 1)) if fmt.signed else sign.dtype.type(0)
     if fmt.nan == "ieee":  # truncate: sign | exponent all ones | quiet bit | top fraction
         m = fmt.mantissa_bits
-        top = (frac >> np.uint64(52 - m)) | np.uint64(1 << (m - 1))
-        code = sbit | np.uint64(((1 << fmt.exponent_bits) - 1) << m) | top
+        t = top_bits.dtype.type
+        top = ((top_bits >> t(shift - m)) & t((1 << m) - 1)) | t(1 << (m - 1))
+        code = sbit | t(((1 << fmt.exponent_bits) - 1) << m) | top
     else:  # one NaN per sign (OCP "fn" formats, e8m0)
-        code = sbit | np.uint64(ones)
+        code = sbit | sbit.dtype.type(ones)
     return code.astype(fmt.code_dtype)
 
 

@@ -44,6 +44,7 @@ def _rule_codes(nans: np.ndarray, conv) -> np.ndarray:
     key = (conv.fmt, conv.nan_rule)
     if key not in _CODES:
         _CODES[key] = nan_codes(nans, conv.format, conv.nan_rule).astype(np.int64)
+        assert _CODES[key].shape == nans.shape
     return _CODES[key]
 
 
@@ -77,15 +78,19 @@ def test_nan_rule_errors_are_clear():
 
 def test_every_conversion_names_a_rule_that_depends_on_sign_and_bit_21_only(nans):
     """The sweep kernel indexes the expected NaN code by (sign, fraction bit 21): true of
-    every float32 conversion's rule over all 2**24 - 2 NaN inputs."""
-    u = nans.view(np.uint32)
-    key = ((u >> 31) << 1) | ((u >> 21) & 1)
+    every float32 conversion's rule over every 13th NaN input (1.3 million; the replay
+    below uses all of them)."""
+    u = nans.view(np.uint32)[::13]
+    key = (((u >> 31) << 1) | ((u >> 21) & 1)).astype(np.intp)
+    seen = set()
     for conv in CONVERSIONS.values():
         assert conv.nan_rule in NAN_RULES and conv.nan_source
-        if conv.source != "float32":
+        if conv.source != "float32" or (conv.fmt, conv.nan_rule) in seen:
             continue
+        seen.add((conv.fmt, conv.nan_rule))
         hw, _ = V.nan_expectations(conv)
-        assert np.array_equal(_rule_codes(nans, conv), hw.astype(np.int64)[key]), conv.name
+        assert np.array_equal(_rule_codes(nans, conv)[::13], hw.astype(np.int64)[key]), conv.name
+    assert len(seen) == 10
 
 
 @pytest.mark.skipif(not RECORD.exists(), reason="docs/hardware/h200-2026-12-04.json missing")
