@@ -96,3 +96,15 @@ def test_split_k_changes_as_few_outputs_as_measured_at_k_4096():
         chain = lp.round_to(lp.matmul(a, b, inputs=fmt, model="h100"), fmt)
         split = lp.round_to(lp.matmul(a, b, inputs=fmt, model=promote(2048, "h100")), fmt)
         assert lo <= int((split == chain).sum()) < 1024, fmt
+
+
+def test_mma_rows_search_finds_a_planted_tensor_core():
+    """validate --gpu's search on the mma.sync FP8 rows (whose model is unknown): a GEMM
+    made by a 20-bit accumulator, outside identify_dot's own grid, is named exactly."""
+    from lowprec.matmul import tensor_core
+
+    a, b = _operands(32, 3, m=16, n=8)
+    got = lp.matmul(a, b, inputs="fp8_e4m3", model=tensor_core(16, 1, acc_mantissa_bits=20))
+    text = G._search(a, b, got, "fp8_e4m3")
+    assert text.endswith("wider grid: tensor_core(16, 1, acc_mantissa_bits=20, hw_mode=rtz) "
+                         "on 128/128 outputs")
