@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -161,9 +161,40 @@ H100_FP8 = H100.rule("fp8_e4m3")
 A100_TF32 = A100.rule("tf32")
 DEEPSEEK_V3 = Promote(name="deepseek_v3", every=128, inner=H100)
 
+
+
+@dataclass(frozen=True)
+class LibraryGemm(AccumulationModel):
+    """A GPU library's GEMM under its own name: the model that reproduced it bit for bit,
+    and what it was measured on (``lp.matmul(..., model=name)`` runs ``model``)."""
+
+    model: AccumulationModel | None = None
+    measured: str = ""
+    name: str = "library"
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.measured}"
+
+
+_H200 = "NVIDIA H200, driver 580.159.04, 2026-12-04 (docs/hardware/h200-2026-12-04.md)"
+# Library GEMMs as measured; one entry each (validate --gpu re-identifies them on any GPU).
+LIBRARY_GEMMS: dict[str, LibraryGemm] = {g.name: g for g in [
+    LibraryGemm("cublaslt_fp8", Promote(name="cublaslt_fp8", every=128, inner=H100),
+                "= promote(128, 'h100'); torch._scaled_mm E4M3, fp32 out, use_fast_accum=False (torch 2.11.0+cu130, "
+                f"cuBLASLt), 100% of outputs at K = 64..4096; {_H200}"),
+    LibraryGemm("cublaslt_fp8_fast", replace(H100, name="cublaslt_fp8_fast"),
+                "= the h100 chain; torch._scaled_mm E4M3, fp32 out, use_fast_accum=True (torch 2.11.0+cu130, "
+                f"cuBLASLt), 100% of outputs at K = 64..4096; {_H200}"),
+    LibraryGemm("cublas", replace(H100, name="cublas"),
+                "= the h100 chain; cuBLAS fp16/bf16, fp32 accumulation: cublasGemmEx fp32 out "
+                "(CuPy 14.2.0) 100% at K = 32..1024; torch.matmul (2.11.0+cu130) = this, then "
+                "one RNE rounding to fp16/bf16: 100% at K = 16..1024, 1019/1024 (fp16) and "
+                f"1022/1024 (bf16) at K = 4096 (split-K suspected); {_H200}"),
+]}
+
 _MODELS: dict[str, AccumulationModel] = {
     m.name: m for m in [Exact(), Sequential(), Pairwise(), Blocked(), *ARCHITECTURES.values(),
-                        DEEPSEEK_V3]
+                        DEEPSEEK_V3, *LIBRARY_GEMMS.values()]
 }
 # Preset names before the architecture table; they resolve to an architecture.
 _DEPRECATED = {"h100_fp8": "h100", "a100_tf32": "a100"}
@@ -206,7 +237,8 @@ def get_model(model: ModelLike) -> AccumulationModel:
     if isinstance(model, str):
         key = model.strip().lower()
         if key in _MODELS:
-            return _MODELS[key]
+            found = _MODELS[key]
+            return found.model if isinstance(found, LibraryGemm) and found.model else found
         if key in _DEPRECATED:
             warnings.warn(f"model {model!r} is deprecated: use {_DEPRECATED[key]!r}, which picks "
                           "the rule from `inputs`", DeprecationWarning, stacklevel=3)

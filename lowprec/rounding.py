@@ -286,6 +286,7 @@ def encode(
     rng: Any = None,
     flags: bool = False,
     out: np.ndarray | None = None,
+    nan: str | None = None,
 ) -> Any:
     """Round ``x`` to ``fmt`` and return the bit patterns (codes).
 
@@ -298,10 +299,22 @@ def encode(
     Raises ``ValueError`` for NaN into a format with no NaN code (fp4, fp6).
     ``out=``: an existing array of the codes' shape and dtype to write them
     into (it is returned), as in numpy.
+    ``nan=``: which codes NaN inputs get (:data:`lowprec.nan_rules.NAN_RULES`):
+    ``None``/``"lowprec"`` (sign kept, the quiet NaN), ``"canonical"`` (PTX's
+    hardware conversions), ``"truncate"`` (CUDA's software FP8 conversion),
+    ``"max"`` (CUDA's fp6/fp4: +max).
 
     >>> hex(int(encode(1.0, "fp8_e4m3")))
     '0x38'
+    >>> hex(int(encode(float("nan"), "fp16", nan="canonical")))
+    '0x7fff'
     """
+    if nan is not None and nan != "lowprec":
+        if flags or out is not None or rng is not None:
+            raise ValueError("encode(nan=...) cannot be combined with flags=, out= or rng=")
+        from .nan_rules import encode_nan_rule
+
+        return encode_nan_rule(x, fmt, nan, mode, saturate=saturate, subnormals=subnormals)
     if out is None and rng is None and not flags:
         small = _small(x, fmt, mode, saturate, subnormals, True)
         if small is not None:

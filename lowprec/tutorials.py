@@ -427,7 +427,11 @@ def hardware_reports() -> list[Path]:
 
     ``lowprec validate --gpu`` writes such a report (JSON next to Markdown); a copy from
     real hardware is kept in the repository so that machines without a GPU can read it.
-    An empty list means none is stored in this checkout.
+    An empty list means none is stored in this checkout. Other JSON files there (the
+    hardware script's records, e.g. ``h200-2026-12-04.json``) are left out.
     """
+    import json
+
     folder = Path(__file__).resolve().parent.parent / "docs" / "hardware"
-    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+    found = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    return [p for p in found if "tables" in json.loads(p.read_text())]

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _validate_gemm as G
 from . import arith
 from ._validate_report import (
     _histogram,
@@ -44,26 +45,23 @@ from ._validate_report import (
     ulp_distance,
     write_report,
 )
-from .formats import FloatFormat, custom_format, get_format, reference_dtype
+from .formats import FloatFormat, get_format, reference_dtype
 from .gpu._catalog import (
     ARITH_FORMATS,
     ARITH_OPS,
     BACK_CONVERSIONS,
     CONVERSIONS,
-    GEMM_FP8_KERNELS,
     SWEEP_OPS,
     Conversion,
 )
 from .gpu._tables import StepTable, build_table, check_table
 from .identify import Identification, identify_conversion, identify_dot
-from .matmul import list_models
-from .matmul import matmul as lp_matmul
-from .rounding import decode, encode, round_to
+from .rounding import decode, encode
 from .tensorcores import ARCHITECTURES
 
-__all__ = ["Identification", "conversion_behaviour", "explain_code", "gemm_behaviour",
-           "identify_conversion", "identify_dot", "run", "to_markdown", "ulp_distance",
-           "write_report"]
+__all__ = ["Identification", "conversion_behaviour", "difference_summary", "explain_code",
+           "gemm_behaviour", "identify_conversion", "identify_dot", "nan_expectations", "run",
+           "sample_accounting", "to_markdown", "ulp_distance", "write_report"]
 
 Log = Callable[[str], None]
 
@@ -148,21 +146,46 @@ def ml_dtypes_section(quick: bool, rng: np.random.Generator, log: Log) -> dict:
 
 
 # ----------------------------------------------------------------------- GPU parts
+def nan_expectations(conv: Conversion) -> tuple[np.ndarray, np.ndarray]:
+    """The codes a sweep expects for NaN inputs: the hardware rule's per (sign << 1 |
+    fraction bit 21) (4 codes) and lowprec's default per sign (2 codes)."""
+    u = np.array([(s << 31) | 0x7FC00000 | (b << 21) for s in (0, 1) for b in (0, 1)],
+                 dtype=np.uint32)
+    x = u.view(np.float32)
+    hw = np.asarray(conv.emulate(x, hardware_nan=True)).astype(np.uint32)
+    default = np.asarray(conv.emulate(x[::2])).astype(np.uint32)
+    return hw, default
+
+
+def difference_summary(value_mismatches: int, nan_differences: int, rule: str,
+                       nan_outside_rule: int = 0) -> str:
+    """'N value mismatches (must be 0), M NaN-encoding differences (explained: ...)'."""
+    from .nan_rules import NAN_RULES
+
+    text = (f"{value_mismatches} value mismatches (must be 0), {nan_differences} NaN-encoding "
+            f"differences (explained: the GPU's NaN rule '{rule}', "
+            f"{NAN_RULES.get(rule, rule)}; lowprec.encode(..., nan='{rule}') gives it)")
+    if nan_outside_rule:
+        text += f", {nan_outside_rule} NaN codes outside that rule (must be 0)"
+    return text
+
+
 def _conversion_sweep(conv: Conversion, table: StepTable, quick: bool, log: Log) -> dict:
     from .gpu import _runtime as rt
 
     fmt = conv.format
     lo, hi = table.lo_hi()
-    nan_expect = table.nan_expect.astype(np.uint32)
+    nan_hw, nan_default = nan_expectations(conv)
     is_nan = _is_nan_codes(fmt)
     total = 1 << 32
     chunk = 1 << 30
-    counters = np.zeros(5, dtype=np.uint64)
+    counters = np.zeros(6, dtype=np.uint64)
     keys: list[np.ndarray] = []
     t0 = time.perf_counter()
     for start in range(0, total, chunk):
-        c, first = rt.sweep_conversion(conv, lo, hi, nan_expect, is_nan, start, chunk, cap=256)
-        counters += c
+        c, first = rt.sweep_conversion(conv, lo, hi, nan_hw, is_nan, start, chunk, cap=256,
+                                       nan_default=nan_default)
+        counters[:len(c)] += c
         keys.append(first)
     import cupy
     cupy.cuda.Device().synchronize()
@@ -170,19 +193,26 @@ def _conversion_sweep(conv: Conversion, table: StepTable, quick: bool, log: Log)
     key = np.concatenate(keys)[:1024]
     u = (key & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     got = (key >> np.uint64(32)).astype(np.int64)
-    want = conv.emulate(u.view(np.float32)).astype(np.int64) if u.size else got
+    want = (conv.emulate(u.view(np.float32), hardware_nan=True).astype(np.int64)
+            if u.size else got)
     confirmed = int((got != want).sum())
     first = [f"x=0x{int(a):08x} ({float(a.view(np.float32))!r}): GPU {explain_code(g, fmt)}; "
              f"emulator {explain_code(w, fmt)}" for a, g, w in zip(u[:5], got[:5], want[:5])]
+    value = int(counters[1] - counters[2])
+    summary = difference_summary(value, int(counters[5]), conv.nan_rule, int(counters[2]))
     res = {"name": conv.name, "cuda": conv.cuda, "inputs": int(counters[0]),
-           "mismatches": int(counters[1]), "nan_bit_differences": int(counters[2]),
-           "mismatches_not_nan_bits": int(counters[1] - counters[2]),
+           "mismatches": int(counters[1]), "value_mismatches": value,
+           "mismatches_not_nan_bits": value,
+           "nan_rule": conv.nan_rule, "nan_rule_source": conv.nan_source,
+           "nan_encoding_differences": int(counters[5]),
+           "nan_codes_outside_rule": int(counters[2]),
+           "summary": summary,
            "gpu_larger": int(counters[3]), "recorded": int(u.size),
            "recorded_confirmed_by_emulator": confirmed,
            "ulp_histogram_of_recorded": _histogram(got, want, fmt),
            "first": first, "seconds": round(secs, 3)}
-    log(f"  sweep {conv.name}: {res['mismatches']} mismatches in {res['inputs']} inputs "
-        f"({secs:.2f} s)")
+    log(f"  sweep {conv.name}: {summary.split(' (explained')[0]} in {int(counters[0])} "
+        f"inputs ({secs:.2f} s)")
     return res
 
 
@@ -195,25 +225,54 @@ def _sample_compare(conv: Conversion, n: int, rng: np.random.Generator) -> dict:
     dt = np.float32 if conv.source == "float32" else np.float64
     x = _f32_inputs_near(conv.format, n, rng, dt)
     got = cupy.asnumpy(rt.convert_bits(conv, x.view(np.uint32 if dt == np.float32 else np.uint64)))
-    want = conv.emulate(x)
+    return sample_accounting(conv, x, got)
+
+
+def sample_accounting(conv: Conversion, x: np.ndarray, got: np.ndarray) -> dict:
+    """A sample row: GPU codes ``got`` for inputs ``x`` against the emulator, value
+    mismatches and NaN-encoding differences counted apart."""
     fmt = conv.format
+    want = conv.emulate(x, hardware_nan=True)
+    default = conv.emulate(x)
     isnan = _is_nan_codes(fmt).astype(bool)
     both_nan = isnan[got.astype(np.int64)] & isnan[want.astype(np.int64)]
     bad = (got != want) & ~both_nan
+    outside = int(((got != want) & both_nan).sum())
+    explained = int(((got == want) & (want != default)).sum())
     first = [f"x={float(v)!r}: GPU {explain_code(g, fmt)}; emulator {explain_code(w, fmt)}"
              for v, g, w in zip(x[bad][:5], got[bad][:5], want[bad][:5])]
     return {"name": conv.name, "cuda": conv.cuda, "inputs": int(x.size),
-            "mismatches": int(bad.sum()), "behaves_like": conversion_behaviour(x, got, fmt),
-            "nan_bit_differences": int(((got != want) & both_nan).sum()),
+            "mismatches": int(bad.sum()) + outside, "value_mismatches": int(bad.sum()),
+            "nan_rule": conv.nan_rule, "nan_encoding_differences": explained,
+            "nan_codes_outside_rule": outside,
+            "summary": difference_summary(int(bad.sum()), explained, conv.nan_rule, outside),
+            "behaves_like": conversion_behaviour(x, got, fmt),
             "ulp_histogram": _histogram(got[bad], want[bad], fmt), "first": first}
 
 
 def conversion_behaviour(x: np.ndarray, got: np.ndarray, fmt: FloatFormat) -> str:
-    """'rne, saturate=False, ... on N/N inputs': the lowprec semantics of a GPU
-    conversion's codes ``got`` for inputs ``x`` (:func:`identify_conversion`)."""
-    ident = identify_conversion(x, got.astype(np.int64), fmt)
+    """'rne, saturate=False, ... on N/N inputs; NaN: canonical on M/M NaN inputs': the
+    lowprec semantics of a GPU conversion's codes ``got`` for inputs ``x``
+    (:func:`identify_conversion`, then the NaN rule of :mod:`lowprec.nan_rules` that
+    gives the GPU's codes for the NaN inputs)."""
+    from .nan_rules import NAN_RULES, nan_codes
+
+    x = np.asarray(x)
+    nan = np.isnan(x)
+    ident = identify_conversion(x[~nan], got[~nan].astype(np.int64), fmt)
     sem = ", ".join(f"{k}={v}" for k, v in ident.best.items())
-    return f"{sem} on {round(ident.explained * ident.n)}/{ident.n} inputs"
+    text = f"{sem} on {round(ident.explained * ident.n)}/{ident.n} inputs"
+    if nan.any():
+        best, hits = "none", -1
+        for rule in NAN_RULES:
+            try:
+                k = int((nan_codes(x[nan], fmt, rule) == got[nan]).sum())
+            except ValueError:
+                continue
+            if k > hits:
+                best, hits = rule, k
+        text += f"; NaN: {best} on {hits}/{int(nan.sum())} NaN inputs"
+    return text
 
 
 def gemm_behaviour(match: dict[str, int], outputs: int) -> str:
@@ -243,11 +302,15 @@ def _back_compare() -> list[dict]:
             vals = decode(codes, fmt).astype(np.float64)
             wide_dt = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16}[wide]
             want = vals.astype(wide_dt).view(got.dtype)
+            got_nan = np.isnan(got.view(wide_dt).astype(np.float64))
         nan = np.isnan(vals)
         bad = (got != want) & ~nan
-        got_nan = np.isnan(got.view(wide_dt).astype(np.float64))
+        nan_diff = int((nan & got_nan & (got != want)).sum())
         rows.append({"name": b.name, "cuda": b.cuda, "codes": int(codes.size),
                      "mismatches": int(bad.sum()),
+                     "summary": f"{int(bad.sum())} value mismatches (must be 0), {nan_diff} "
+                                "NaN-encoding differences (explained: a NaN code widens to a "
+                                "NaN; IEEE 754 leaves its payload open)",
                      "nan_codes_not_nan_on_gpu": int((nan & ~got_nan).sum()),
                      "first": [f"{explain_code(c, fmt)}: GPU 0x{int(g):x}, emulator 0x{int(w):x}"
                                for c, g, w in zip(codes[bad][:5], got[bad][:5], want[bad][:5])]})
@@ -298,6 +361,9 @@ def _arith_section(tables: dict, quick: bool, rng: np.random.Generator, log: Log
             row = {"format": fname, "op": op, "cuda": ARITH_OPS[op][1],
                    "inputs": int(counters[0]), "exhaustive": op != "fma",
                    "mismatches": int(counters[1]), "gpu_larger": int(counters[3]),
+                   "summary": f"{int(counters[1])} value mismatches (must be 0); NaN results: "
+                              "any NaN code accepted (the sweep does not compare NaN "
+                              "encodings; the sample rows compare them with lowprec.arith)",
                    "recorded": int(key.size), "first": first, "seconds": round(secs, 3)}
             if key.size:
                 want = _emulate_op(op, fmt, *operands)
@@ -336,117 +402,13 @@ def _arith_section(tables: dict, quick: bool, rng: np.random.Generator, log: Log
     return {"sweeps": sweeps, "samples": samples}
 
 
-# GEMM: exact products, partial sums kept as integers (values * 2**(2s)).
 def _gemm_operands(fmt: FloatFormat, shape: tuple[int, int], rng: np.random.Generator):
-    """Random codes with exponents in [-6, 3] (and some zeros): every value * 2**s is an integer."""
-    m = fmt.mantissa_bits
-    e = rng.integers(-6, 4, size=shape)
-    codes = ((rng.integers(0, 2, size=shape) << (fmt.width - 1)) | ((e + fmt.bias) << m)
-             | rng.integers(0, 1 << m, size=shape))
-    codes[rng.random(shape) < 0.1] = 0
-    codes = codes.astype(fmt.code_dtype)
-    s = 6 + m
+    """Random codes (:func:`lowprec._validate_gemm.operands`), their values times
+    ``2**s`` as exact integers, and ``s``."""
+    codes = G.operands(fmt, shape, rng)
+    s = 6 + fmt.mantissa_bits
     ints = np.rint(decode(codes, fmt).astype(np.float64) * 2.0 ** s).astype(np.int64)
     return codes, ints, s
-
-
-def _gemm_models(a_int, b_int, scale: int, chunks, precisions, modes):
-    """Outputs of each model ``acc = round_p(acc + exact sum of the next chunk of k)``."""
-    k = a_int.shape[1]
-    out = {}
-    f = 2.0 ** (-2 * scale)
-    for chunk in dict.fromkeys(min(c, k) for c in chunks):
-        parts = [a_int[:, i:i + chunk] @ b_int[i:i + chunk, :] for i in range(0, k, chunk)]
-        for p in precisions:
-            acc_fmt = get_format("fp32") if p == 24 else custom_format(8, p - 1)
-            for mode in modes:
-                acc = np.zeros(parts[0].shape, dtype=np.float64)
-                for part in parts:
-                    acc = np.asarray(round_to(acc + part * f, acc_fmt, mode), dtype=np.float64)
-                out[f"chunk{chunk}_p{p}_{mode}"] = acc.astype(np.float32)
-    return out
-
-
-def _arith_gemm_models(a_vals: np.ndarray, b_vals: np.ndarray, fmt: str) -> dict:
-    """Outputs of every accumulation model of ``lowprec.matmul`` for these operands.
-
-    A model that cannot run on them (a ValueError: say, FP8 inputs for a chip without
-    FP8) is recorded with its error text instead of outputs, so the report says why it
-    is missing.
-    """
-    out: dict = {}
-    for name in list_models():
-        try:
-            res = lp_matmul(a_vals, b_vals, inputs=fmt, accumulate="fp32", model=name)
-        except ValueError as exc:
-            out[f"lowprec.matmul:{name}"] = f"not run: {exc}"
-            continue
-        out[f"lowprec.matmul:{name}"] = np.asarray(res).astype(np.float32)
-    return out
-
-
-def _gemm_section(quick: bool, rng: np.random.Generator, log: Log) -> list[dict]:
-    import cupy
-
-    from .gpu import _runtime as rt
-
-    shapes = [(16, 8, 32), (64, 64, 256)] + ([] if quick else [(128, 128, 1024)])
-    rows = []
-    runs = [(name, "cublas") for name in ("fp16", "bf16")]
-    runs += [(name, eng) for name in GEMM_FP8_KERNELS for eng in ("mma", "wgmma")]
-    for name, engine in runs:
-        fmt = get_format(name)
-        for (m, n, k) in shapes:
-            a, ai, s = _gemm_operands(fmt, (m, k), rng)
-            b, bi, _ = _gemm_operands(fmt, (k, n), rng)
-            kernel = {"cublas": "cublasGemmEx", "mma": "mma.sync m16n8k32",
-                      "wgmma": "wgmma m64n8k32 (experimental)"}[engine]
-            try:
-                if engine == "cublas":
-                    got = cupy.asnumpy(rt.matmul(a, b, name))
-                else:
-                    got = cupy.asnumpy(rt.matmul(a, b, name, engine=engine))
-            except Exception as exc:  # noqa: BLE001 -- e.g. wgmma on a non-Hopper GPU
-                rows.append({"format": name, "shape": [m, n, k], "kernel": kernel,
-                             "error": f"{type(exc).__name__}: {exc}"[:300]})
-                log(f"  gemm {name} {kernel}: {type(exc).__name__}")
-                continue
-            chunks = [k, 32, 16, 8, 4]
-            models = _gemm_models(ai, bi, s, chunks, (24, 23, 22, 21, 20, 16, 13), ("rne", "rtz"))
-            emulated = _arith_gemm_models(decode(a, fmt), decode(b, fmt), name)
-            not_run = {k: v for k, v in emulated.items() if isinstance(v, str)}
-            models.update({k: v for k, v in emulated.items() if not isinstance(v, str)})
-            match = {mname: int((v.view(np.uint32) == got.view(np.uint32)).sum())
-                     for mname, v in models.items()}
-            best = max(match, key=lambda mname: match[mname])
-            exact = models.get(f"chunk{k}_p24_rne")
-            row: dict[str, Any] = {"format": name, "shape": [m, n, k], "outputs": m * n,
-                                   "kernel": kernel,
-                   "best_model": best, "best_matches": match[best],
-                   "matches_exact_then_round_once": match.get(f"chunk{k}_p24_rne"),
-                   "models_matching_every_output": [k for k, v in match.items() if v == m * n][:6],
-                   "all_models": dict(sorted(match.items(), key=lambda kv: -kv[1])[:8]),
-                   "models_not_run": not_run,
-                   "behaves_like": gemm_behaviour(match, m * n)}
-            if exact is not None:
-                d = np.abs(got.astype(np.float64) - exact.astype(np.float64))
-                row["max_abs_diff_vs_exact"] = float(d.max())
-            rows.append(row)
-            log(f"  gemm {name} {kernel} {m}x{n}x{k}: best {best} matches {match[best]}/{m * n}")
-        if name == "fp16" and engine == "cublas":  # cupy.matmul itself (fp16 out)
-            a, ai, s = _gemm_operands(fmt, (64, 256), rng)
-            b, bi, _ = _gemm_operands(fmt, (256, 64), rng)
-            got16 = cupy.asnumpy(rt.matmul(a, b, name, out="float16")).view(np.uint16)
-            models = _gemm_models(ai, bi, s, [256, 32, 16, 8], (24,), ("rne", "rtz"))
-            match = {mn: int((encode(v, "fp16", "rne") == got16).sum()) for mn, v in models.items()}
-            best = max(match, key=lambda mname: match[mname])
-            fp16_row: dict[str, Any] = {
-                "format": "fp16 (cupy.matmul, fp16 out)", "shape": [64, 64, 256],
-                "outputs": 64 * 64, "kernel": "cupy.matmul",
-                "best_model": best + " then rne to fp16", "best_matches": match[best],
-                "all_models": match}
-            rows.append(fp16_row)
-    return rows
 
 
 # ------------------------------------------------------------------------ driver
@@ -490,7 +452,9 @@ def run(*, gpu: bool = False, quick: bool = False, log: Log = print, seed: int =
         report["back_conversions"] = _back_compare()
         log("fp16/bf16 arithmetic:")
         report["arithmetic"] = _arith_section(tables, quick, rng, log)
-        log("GEMMs:")
-        report["gemm"] = _gemm_section(quick, rng, log)
+        log("GEMMs (lowprec.gpu kernels):")
+        report["gemm"] = G.kernel_section(quick, rng, log)
+        log("library GEMMs (cupy.matmul, torch.matmul, torch._scaled_mm):")
+        report["library_gemm"] = G.library_section(quick, rng, log)
     report["seconds"] = round(time.perf_counter() - t0, 1)
     return report

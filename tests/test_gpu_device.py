@@ -40,15 +40,18 @@ def test_conversion_kernels_match_emulator_on_sample(name):
     from lowprec import validate as V
 
     got = cupy.asnumpy(rt.convert_bits(conv, x.view(ut)))
-    want = conv.emulate(x)
-    isnan = V._is_nan_codes(conv.format).astype(bool)  # NaN payload bits are reported apart
-    bad = np.flatnonzero((got != want) & ~(isnan[got] & isnan[want]))
+    want = conv.emulate(x, hardware_nan=True)  # NaNs too: the conversion's NaN rule
+    bad = np.flatnonzero(got != want)
     assert bad.size == 0, (f"{bad.size} mismatches, first x={x[bad[0]]!r}: "
                            f"GPU {got[bad[0]]:#x}, emulator {want[bad[0]]:#x}")
+    row = V.sample_accounting(conv, x, got)
+    assert row["value_mismatches"] == 0 and row["nan_codes_outside_rule"] == 0
 
 
-@pytest.mark.parametrize("name", ["f32_fp16_rn", "f32_e4m3_sat", "f32_e2m1_rz"])
-def test_sweep_slice_counts_every_input(name):
+@pytest.mark.parametrize("name", ["f32_fp16_rn", "f32_e4m3_sat", "f32_e2m1_rz",
+                                  "f32_e5m2_nosat", "f32_e4m3_nosat"])
+@pytest.mark.parametrize("start", [0x3F000000, 0x7F800000])  # ordinary inputs; the NaNs
+def test_sweep_slice_counts_every_input(name, start):
     from lowprec import validate as V
     from lowprec.gpu import _runtime as rt
     from lowprec.gpu._tables import build_table
@@ -56,8 +59,9 @@ def test_sweep_slice_counts_every_input(name):
     conv = lg.CONVERSIONS[name]
     table = build_table(conv.emulate, 32, 1 << conv.format.width)
     lo, hi = table.lo_hi()
-    counters, first = rt.sweep_conversion(conv, lo, hi, table.nan_expect.astype(np.uint32),
-                                          V._is_nan_codes(conv.format), 0x3F000000, 1 << 24)
+    nan_hw, nan_default = V.nan_expectations(conv)
+    counters, first = rt.sweep_conversion(conv, lo, hi, nan_hw, V._is_nan_codes(conv.format),
+                                          start, 1 << 24, nan_default=nan_default)
     assert int(counters[0]) == 1 << 24
     assert int(counters[1]) == 0, [hex(int(k)) for k in first[:4]]
 

@@ -76,25 +76,27 @@ def test_explain_and_ulp_distance():
     assert V.ulp_distance(np.array([0x3C01]), np.array([0x3C00]), fmt)[0] == 1
 
 
-def test_gemm_models_against_exact_and_float32_arithmetic():
+def test_gemm_match_models_against_exact_and_float32_arithmetic():
+    """match_models counts outputs bit for bit: an exact sum rounded once (Fractions) is
+    reproduced only by 'exact', sequential float32 additions only by 'sequential'."""
+    from lowprec import _validate_gemm as G
+
     rng = np.random.default_rng(1)
     fmt = get_format("fp8_e4m3")
-    a, ai, s = V._gemm_operands(fmt, (4, 64), rng)
-    b, bi, _ = V._gemm_operands(fmt, (64, 3), rng)
+    a, b = G.operands(fmt, (4, 64), rng), G.operands(fmt, (64, 3), rng)
     av, bv = decode(a, fmt), decode(b, fmt)
-    assert np.array_equal(ai, np.rint(av.astype(np.float64) * 2.0 ** s))  # exact integers
-    models = V._gemm_models(ai, bi, s, [64, 1], (24,), ("rne",))
-    # Exact dot products (Fractions), rounded once to float32 (numpy's float64 -> float32
-    # cast is RNE, and the exact sums here fit float64).
     exact = [[sum(Fraction(float(av[i, k])) * Fraction(float(bv[k, j])) for k in range(64))
               for j in range(3)] for i in range(4)]
     once = np.array([[float(v) for v in row] for row in exact]).astype(np.float32)
-    assert np.array_equal(models["chunk64_p24_rne"], once)
-    # chunk 1 is sequential float32 accumulation (products of e4m3 are exact in float32).
+    models = {"exact": "exact", "sequential": "sequential"}
+    got = G.match_models(av, bv, once, inputs="fp8_e4m3", models=models)
+    assert got["exact"] == 12
     acc = np.zeros((4, 3), np.float32)
-    for k in range(64):
+    for k in range(64):  # products of e4m3 values are exact in float32
         acc = acc + np.outer(av[:, k], bv[k, :]).astype(np.float32)
-    assert np.array_equal(models["chunk1_p24_rne"], acc)
+    got = G.match_models(av, bv, acc, inputs="fp8_e4m3", models=models)
+    assert got["sequential"] == 12
+    assert G.behaves_like(got, 12) == "sequential on 12/12 outputs"
 
 
 def test_report_files(quick_report, tmp_path):
@@ -155,7 +157,7 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
     from lowprec.gpu import _runtime as rt
 
     fake_cupy = types.SimpleNamespace(
-        asnumpy=np.asarray,
+        asnumpy=np.asarray, asarray=np.asarray, matmul=np.matmul, float16=np.float16,
         cuda=types.SimpleNamespace(Device=lambda *a: types.SimpleNamespace(synchronize=lambda: None)))
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy)
     monkeypatch.setattr(rt, "require", lambda: None)
@@ -163,7 +165,7 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
         "name": "stand-in", "compute_capability": "90", "driver_cuda_version": "0",
         "runtime_cuda_version": "0", "cupy_version": "0"})
     monkeypatch.setattr(rt, "convert_bits", lambda conv, bits: conv.emulate(
-        bits.view(np.float32 if bits.dtype == np.uint32 else np.float64)))
+        bits.view(np.float32 if bits.dtype == np.uint32 else np.float64), hardware_nan=True))
 
     def widen(codes, fmt):
         b = next(b for b in V.BACK_CONVERSIONS.values() if b.fmt == fmt)
@@ -182,12 +184,14 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
         return encode(exact, fmt, "rne")
     monkeypatch.setattr(rt, "arith", arith)
 
-    def sweep_conversion(conv, lo, hi, nan_expect, is_nan, start, count, cap=1024):
-        # One planted mismatch per chunk: the input 1.0 + start/2**32 answered one code up.
+    def sweep_conversion(conv, lo, hi, nan_expect, is_nan, start, count, cap=1024,
+                         nan_default=None):
+        # One planted mismatch per chunk: the input 1.0 + start/2**32 answered one code up;
+        # and 5 NaN results per chunk that follow the hardware NaN rule, not lowprec's.
         u = np.array([0x3F800000 + (start >> 24)], dtype=np.uint32)
         code = conv.emulate(u.view(np.float32)).astype(np.uint64) + np.uint64(1)
         key = (code << np.uint64(32)) | u.astype(np.uint64)
-        return np.array([count, 1, 0, 1, 1], dtype=np.uint64), key
+        return np.array([count, 1, 0, 1, 1, 5], dtype=np.uint64), key
     monkeypatch.setattr(rt, "sweep_conversion", sweep_conversion)
 
     def sweep_arith(fmt, op, lo, hi, is_nan, start, count, seed=0, cap=1024):
@@ -204,14 +208,12 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
         return exact.astype(np.float16 if out == "float16" else np.float32)
     monkeypatch.setattr(rt, "matmul", matmul)
 
-    # lowprec.arith is the real one; lowprec.matmul's model list is replaced by one model
-    # that runs and one that refuses these operands.
-    def fake_matmul(a, b, *, inputs, accumulate, model):
-        if model == "broken":
-            raise ValueError("stand-in model that cannot run")
-        return a.astype(np.float64) @ b
-    monkeypatch.setattr(V, "list_models", lambda: {"exact": "exact sum", "broken": "raises"})
-    monkeypatch.setattr(V, "lp_matmul", fake_matmul)
+    # lowprec.arith is the real one; the GEMM candidates are one model that runs and one
+    # that refuses these operands (lowprec.matmul's real kernels).
+    from lowprec import _validate_gemm as G
+
+    monkeypatch.setattr(G, "candidates", lambda inputs, k: {
+        "exact": "exact", "broken": "v100"})  # v100 has no FP8 or bf16 rule: a ValueError
 
     report = V.run(gpu=True, quick=True, log=lambda s: None)
     sweeps = {r["name"]: r for r in report["conversion_sweeps"]}
@@ -223,17 +225,20 @@ def test_gpu_report_plumbing_with_a_stand_in_device(monkeypatch, tmp_path):
     assert all(r["mismatches"] == 0 for r in report["back_conversions"])
     add = next(r for r in report["arithmetic"]["sweeps"] if (r["format"], r["op"]) == ("fp16", "add"))
     assert add["mismatches"] == 4 and "0x4201" in add["first"][0]
-    gemm = {(r["format"], r["kernel"]): r for r in report["gemm"]}
-    assert "error" in gemm[("fp8_e4m3", "wgmma m64n8k32 (experimental)")]
-    fp16 = next(r for r in report["gemm"] if r["format"] == "fp16" and r["shape"][2] == 256)
-    assert fp16["all_models"]["lowprec.matmul:exact"] == fp16["outputs"]
-    assert not any("broken" in k for k in fp16["all_models"])
-    assert fp16["models_not_run"] == {"lowprec.matmul:broken": "not run: stand-in model that "
-                                                               "cannot run"}
+    fp16_rn = sweeps["f32_fp16_rn"]
+    assert fp16_rn["value_mismatches"] == 4 and fp16_rn["nan_encoding_differences"] == 20
+    assert fp16_rn["summary"].startswith("4 value mismatches (must be 0), 20 NaN-encoding "
+                                         "differences (explained: the GPU's NaN rule 'canonical'")
+    gemm = {(r["format"], r["gemm"]): r for r in report["gemm"]}
+    assert "error" in gemm[("fp8_e4m3", "wgmma m64n8k32")]
+    e5 = next(r for r in report["gemm"] if r["format"] == "fp8_e5m2" and "error" not in r)
+    assert e5["behaves_like"] == f"exact on {e5['outputs']}/{e5['outputs']} outputs"
+    assert e5["models_not_run"]["broken"].startswith("not run: ")
+    assert report["library_gemm"][0]["skipped"]  # no torch CUDA device here
     # The planted 1 + 2 -> 0x4201 is confirmed wrong by lowprec.arith (which says 0x4200).
     assert add["recorded_confirmed_by_lowprec_arith"] == add["recorded"]
     exact_ops = [r for r in report["arithmetic"]["samples"] if r["op"] in ("add", "sub", "mul")]
     assert exact_ops and all(r["mismatches_vs_lowprec_arith"] == 0 for r in exact_ops)
     _, m = V.write_report(report, tmp_path)
     text = m.read_text()
-    assert "stand-in" in text and "First mismatches" in text and "GEMM accumulation" in text
+    assert "stand-in" in text and "First mismatches" in text and "lowprec.gpu GEMM kernels" in text

@@ -324,7 +324,14 @@ def test_validate_reports_what_the_hardware_behaves_like():
     x = conversion_probe("fp8_e5m2")
     got = lp.encode(x, "fp8_e5m2", "rtz", saturate=True)
     text = conversion_behaviour(x, got, lp.get_format("fp8_e5m2"))
-    assert text.startswith("mode=rtz, saturate=True") and f"on {x.size}/{x.size} inputs" in text
+    n = int(np.isnan(x).sum())  # NaN inputs: the NaN rule the codes follow, named apart
+    assert n and text.startswith("mode=rtz, saturate=True")
+    assert text.endswith(f"on {x.size - n}/{x.size - n} inputs; NaN: lowprec on {n}/{n} NaN "
+                         "inputs")
+    canonical = got.copy()
+    canonical[np.isnan(x)] = 0x7F  # what the GPU's cvt.rn.satfinite.e5m2x2.f32 gives
+    assert conversion_behaviour(x, canonical, lp.get_format("fp8_e5m2")).endswith(
+        f"NaN: canonical on {n}/{n} NaN inputs")
     match = {"chunk32_p24_rne": 90, "lowprec.matmul:h100": 100, "lowprec.matmul:ada": 97,
              "lowprec.matmul:exact": 60}
     assert gemm_behaviour(match, 100) == "the h100 model on 100/100 outputs"

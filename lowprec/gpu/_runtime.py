@@ -253,8 +253,10 @@ def matmul(a, b, fmt: str, *, out: str = "float32", engine: str = "mma"):
     * fp16, ``out="float16"``: ``cupy.matmul`` on float16 arrays, as CuPy users
       call it (2-D; CuPy's batched fp16 path converts to fp32 first);
     * fp8_e4m3/fp8_e5m2: ``mma.sync.m16n8k32`` with fp32 accumulation (gemm_fp8.cu);
-      ``engine="wgmma"``: EXPERIMENTAL, not yet run on hardware --
-      ``wgmma.mma_async.m64n8k32`` on Hopper's FP8 tensor cores (gemm_fp8_wgmma.cu).
+      on sm_90 ptxas makes it ``HMMA.16816.F32`` (the FP16 path, whose model is not yet
+      found); ``engine="wgmma"``:
+      ``wgmma.mma_async.m64n8k32`` on Hopper's FP8 tensor cores (gemm_fp8_wgmma.cu;
+      the ``h100`` model on every output measured on an H200).
 
     Returns float32 (or float16) CuPy array of shape (M, N).
     """
@@ -321,19 +323,28 @@ def matmul(a, b, fmt: str, *, out: str = "float32", engine: str = "mma"):
 
 
 def sweep_conversion(conv: Conversion, lo, hi, nan_expect, is_nan, start: int, count: int,
-                     cap: int = 1024):
+                     cap: int = 1024, nan_default=None):
     """Run ``sweep_<name>`` over inputs start..start+count-1 (float32 bit patterns).
 
-    Returns (counters[5] as numpy, first mismatch keys as numpy uint64).
+    ``nan_expect``: 4 codes, the hardware NaN rule's code per (sign << 1 | fraction
+    bit 21); ``nan_default``: lowprec's NaN code per sign (default: nan_expect's).
+    Returns (counters[6] as numpy, first mismatch keys as numpy uint64); counters[5]
+    counts NaN results that follow the rule but differ from ``nan_default``.
     """
     require()
     import cupy
 
-    counters = cupy.zeros(5, dtype=np.uint64)
+    nan_expect = np.asarray(cupy.asnumpy(nan_expect), dtype=np.uint32)
+    if nan_expect.size == 2:  # one code per sign
+        nan_expect = np.repeat(nan_expect, 2)
+    if nan_default is None:
+        nan_default = nan_expect[::2]
+    counters = cupy.zeros(6, dtype=np.uint64)
     first = cupy.zeros(max(cap, 1), dtype=np.uint64)
     args = (np.uint64(start), np.uint64(count), cupy.asarray(lo), cupy.asarray(hi),
             np.uint32(1 << conv.format.width), cupy.asarray(nan_expect),
-            cupy.asarray(is_nan), counters, first, np.uint32(cap))
+            cupy.asarray(is_nan), counters, first, np.uint32(cap),
+            cupy.asarray(np.asarray(cupy.asnumpy(nan_default), dtype=np.uint32)))
     _launch(module("convert.cu").get_function("sweep_" + conv.name), count, args, per_thread=8)
     c = counters.get()
     return c, first[: int(min(c[4], cap))].get()

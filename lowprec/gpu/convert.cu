@@ -7,7 +7,12 @@
 //   cvt_<name>(in, out, n)        elementwise: n source bit patterns -> codes
 //   sweep_<name>(...)             (float32 sources) every input from its index,
 //                                 checked on the device against the emulator's
-//                                 step table (see lp_common.cuh)
+//                                 step table (see lp_common.cuh); NaN inputs
+//                                 against the conversion's hardware NaN rule
+//                                 (lowprec/nan_rules.py), indexed by sign and
+//                                 fraction bit 21 (all a rule here depends on),
+//                                 counters[5] += NaN results that follow the
+//                                 rule but differ from lowprec's default NaN
 // and each back conversion `lp_back_<name>(code) -> bits` into
 //   back_<name>(in, out, n).
 //
@@ -18,8 +23,11 @@
 //   available from double too and no compiler flag can change them).
 // * FP8 E4M3/E5M2, __NV_SATFINITE from float32: the sm_89+ hardware instruction
 //   `cvt.rn.satfinite.e4m3x2.f32` (through __nv_cvt_float_to_fp8).
-// * FP8 __NV_NOSAT, fp6, fp4 and e8m0: CUDA's software conversions in
-//   cuda_fp8.hpp / cuda_fp6.hpp / cuda_fp4.hpp (hardware instructions exist
+// * FP8 __NV_NOSAT, fp6, fp4 from float32: the results of CUDA's software
+//   conversions (hardware instructions exist only on sm_100+), computed fast as
+//   lp_fast_convert.cuh explains (satfinite hardware + fix-up; integer rounding).
+// * e8m0, and FP8 from float64: CUDA's software conversions in
+//   cuda_fp8.hpp (hardware instructions exist
 //   only on sm_100+). The float32 versions of those helpers widen with a plain
 //   `(double)x`, which -ftz=true turns into a flushing `cvt.ftz.f64.f32`; we
 //   widen exactly ourselves (lp_f32_to_f64) and call the double versions, which
@@ -30,6 +38,7 @@
 #include <cuda_fp6.h>
 #include <cuda_fp4.h>
 #include "lp_common.cuh"
+#include "lp_fast_convert.cuh"
 
 // ----- float32 -> fp16 / bf16, the four IEEE directed and nearest modes -----
 #define LP_CVT_PTX(NAME, INSTR, SRC_T, SRC_REG, FROM_BITS)                     \
@@ -56,11 +65,13 @@ LP_CVT_PTX(f64_bf16_rd, "cvt.rm.bf16.f64", lp_u64, "d", lp_bits_f64)
 LP_CVT_PTX(f64_bf16_ru, "cvt.rp.bf16.f64", lp_u64, "d", lp_bits_f64)
 
 // ----- FP8 (round to nearest even; saturating or not) -----
+// __NV_NOSAT from float32: the hardware satfinite instruction plus a fix-up of the
+// out-of-range and NaN inputs (lp_fast_convert.cuh), equal to CUDA's software path.
 #define LP_CVT_FP8(NAME, SAT, KIND)                                            \
     __device__ __forceinline__ lp_u32 lp_f32_##NAME(lp_u32 u) {              \
         return (SAT == __NV_SATFINITE)                                        \
                    ? __nv_cvt_float_to_fp8(lp_bits_f32(u), SAT, KIND)         \
-                   : __nv_cvt_double_to_fp8(lp_f32_to_f64(lp_bits_f32(u)), SAT, KIND); \
+                   : lp_fast_fp8_nosat(u, KIND == __NV_E5M2);                 \
     }                                                                         \
     __device__ __forceinline__ lp_u32 lp_f64_##NAME(lp_u64 u) {              \
         return __nv_cvt_double_to_fp8(lp_bits_f64(u), SAT, KIND);             \
@@ -71,16 +82,18 @@ LP_CVT_FP8(e5m2_sat, __NV_SATFINITE, __NV_E5M2)
 LP_CVT_FP8(e5m2_nosat, __NV_NOSAT, __NV_E5M2)
 
 // ----- fp6 / fp4 (always saturating; CUDA turns NaN into +MAXNORM) -----
-#define LP_CVT_SHORT(NAME, FN, KIND, MODE)                                     \
+// Integer rounding on the float32 bits (lp_fast_convert.cuh), equal to CUDA's
+// __nv_cvt_double_to_fp6/fp4 (software before sm_100) on every input.
+#define LP_CVT_SHORT(NAME, E, M, RN)                                           \
     __device__ __forceinline__ lp_u32 lp_f32_##NAME(lp_u32 u) {              \
-        return FN(lp_f32_to_f64(lp_bits_f32(u)), KIND, MODE);                 \
+        return lp_fast_small(u, E, M, RN);                                    \
     }
-LP_CVT_SHORT(e2m1_rn, __nv_cvt_double_to_fp4, __NV_E2M1, cudaRoundNearest)
-LP_CVT_SHORT(e2m1_rz, __nv_cvt_double_to_fp4, __NV_E2M1, cudaRoundZero)
-LP_CVT_SHORT(e2m3_rn, __nv_cvt_double_to_fp6, __NV_E2M3, cudaRoundNearest)
-LP_CVT_SHORT(e2m3_rz, __nv_cvt_double_to_fp6, __NV_E2M3, cudaRoundZero)
-LP_CVT_SHORT(e3m2_rn, __nv_cvt_double_to_fp6, __NV_E3M2, cudaRoundNearest)
-LP_CVT_SHORT(e3m2_rz, __nv_cvt_double_to_fp6, __NV_E3M2, cudaRoundZero)
+LP_CVT_SHORT(e2m1_rn, 2, 1, true)
+LP_CVT_SHORT(e2m1_rz, 2, 1, false)
+LP_CVT_SHORT(e2m3_rn, 2, 3, true)
+LP_CVT_SHORT(e2m3_rz, 2, 3, false)
+LP_CVT_SHORT(e3m2_rn, 3, 2, true)
+LP_CVT_SHORT(e3m2_rz, 3, 2, false)
 
 // ----- e8m0 scales (|x| rounded to a power of two; toward zero or up) -----
 #define LP_CVT_E8M0(NAME, SAT, MODE)                                           \
@@ -146,15 +159,17 @@ __device__ __forceinline__ void lp_store4(lp_u16* p, lp_u32 a, lp_u32 b, lp_u32 
         lp_u64 start, lp_u64 count, const lp_u32* __restrict__ lo,            \
         const lp_u32* __restrict__ hi, lp_u32 ncodes,                         \
         const lp_u32* __restrict__ nan_expect, const lp_u8* __restrict__ is_nan, \
-        lp_u64* counters, lp_u64* first, lp_u32 cap) {                        \
-        lp_u64 checked = 0, bad = 0, nan_bits = 0, big = 0;                   \
+        lp_u64* counters, lp_u64* first, lp_u32 cap,                          \
+        const lp_u32* __restrict__ nan_default) {                             \
+        lp_u64 checked = 0, bad = 0, nan_bits = 0, big = 0, nan_explained = 0; \
         LP_GRID_LOOP(i, count) {                                              \
             const lp_u32 u = (lp_u32)(start + i);                             \
             const lp_u32 code = lp_##NAME(u);                                 \
             const lp_u32 sign = u >> 31, mag = u & 0x7FFFFFFFu;               \
             bool ok, too_big = false;                                         \
-            if (mag > 0x7F800000u) { /* NaN input: one expected code per sign */ \
-                ok = code == nan_expect[sign];                                \
+            if (mag > 0x7F800000u) { /* NaN input: the hardware NaN rule's code */ \
+                ok = code == nan_expect[(sign << 1) | ((u >> 21) & 1u)];      \
+                if (ok && code != nan_default[sign]) nan_explained++;         \
                 if (!ok && code < ncodes && is_nan[code]) nan_bits++;         \
             } else {                                                          \
                 ok = lp_in_range<lp_u32>(lo, hi, ncodes, sign, code, mag, &too_big); \
@@ -167,6 +182,7 @@ __device__ __forceinline__ void lp_store4(lp_u16* p, lp_u32 a, lp_u32 b, lp_u32 
             }                                                                 \
         }                                                                     \
         lp_flush_counts(counters, checked, bad, nan_bits, big);              \
+        if (nan_explained) atomicAdd(&counters[5], nan_explained);            \
     }
 
 #define LP_F64_KERNELS(NAME, OUT_T)                                            \

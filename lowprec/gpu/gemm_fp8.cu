@@ -2,10 +2,14 @@
 // accumulation, through the warp-level instruction
 //     mma.sync.aligned.m16n8k32.row.col.f32.<e4m3|e5m2>.<same>.f32
 // (PTX ISA 8.4+, sm_89 and later). On Hopper (sm_90) this instruction exists,
-// but the compiler executes it through the fp16 tensor-core path; Hopper's
-// own FP8 tensor cores are reached only by wgmma (sm_90a), which lowprec does
-// not use yet. So this kernel answers "what does mma.sync give for FP8 on this
-// GPU", not "what does cuBLASLt's FP8 GEMM give".
+// but ptxas lowers it to HMMA.16816.F32, the fp16 tensor-core path (SASS of the
+// 2026-12-04 H200 run); Hopper's own FP8 tensor cores are reached by wgmma
+// (gemm_fp8_wgmma.cu, sm_90a). So this kernel answers "what does mma.sync give
+// for FP8 on this GPU", not "what does cuBLASLt's FP8 GEMM give". Its fragment
+// loads, stores and k-block chaining are checked against the PTX ISA layout on
+// the CPU (tests/test_gpu_fragments.py): the kernel is right; the HMMA path
+// needs its own model, not yet found (Hopper's FP16 rule on the FP8 values is
+// ruled out by the record's statistics); validate --gpu searches for it.
 //
 // C[M][N] (float32) = A[M][K] @ B[K][N] with A, B given as row-major uint8
 // codes; M % 16 == 0, N % 8 == 0, K % 32 == 0 (the Python side pads with +0).
