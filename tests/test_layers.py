@@ -26,12 +26,12 @@ LAYERS: dict[str, int] = {
     "_kernels": 0, "_runtime": 0, "_outdir": 0, "_names": 0,
     "formats": 1,
     # rounding and codecs
-    "rounding": 2, "packing": 2, "explain": 2, "_blocks": 2,
+    "rounding": 2, "packing": 2, "explain": 2, "_blocks": 2, "nan_rules": 2,
     # arithmetic and accumulation models
     "arith": 3, "matmul": 3, "tensorcores": 3, "gpu": 3,
     # scaled and block formats; the validation of hardware against the models
     "scaling": 4, "mx": 4, "nvfp4": 4, "schemes": 4, "quant_error": 4, "validate": 4,
-    "_validate_report": 4, "hadamard": 4, "recipes": 4,
+    "_validate_report": 4, "_validate_gemm": 4, "hadamard": 4, "recipes": 4,
     "identify": 4,
     # autograd and the trainer
     "autograd": 5, "train": 5,
