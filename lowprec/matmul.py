@@ -50,7 +50,9 @@ from ._kernels import matmul as K
 from ._kernels import params
 from ._names import did_you_mean
 from ._runtime import _threads
+from .blockmma import block_scaled_matmul, is_block_scaled
 from .formats import FloatFormat, custom_format, get_format
+from .instructions import INSTRUCTIONS, get_instruction
 from .rounding import check_mode, decode, encode
 from .tensorcores import (
     ARCHITECTURES,
@@ -163,7 +165,7 @@ DEEPSEEK_V3 = Promote(name="deepseek_v3", every=128, inner=H100)
 
 _MODELS: dict[str, AccumulationModel] = {
     m.name: m for m in [Exact(), Sequential(), Pairwise(), Blocked(), *ARCHITECTURES.values(),
-                        DEEPSEEK_V3]
+                        DEEPSEEK_V3, *INSTRUCTIONS.values()]
 }
 # Preset names before the architecture table; they resolve to an architecture.
 _DEPRECATED = {"h100_fp8": "h100", "a100_tf32": "a100"}
@@ -213,6 +215,9 @@ def get_model(model: ModelLike) -> AccumulationModel:
             return _MODELS[_DEPRECATED[key]]
         if key in chip_names():
             return get_architecture(key)
+        inst = get_instruction(key)  # "h100:wgmma": raises on an unknown pair
+        if inst is not None:
+            return inst
     names = [*_MODELS, *[c for c in chip_names() if c not in _MODELS]]
     hint = did_you_mean(model, names) if isinstance(model, str) else ""
     raise ValueError(f"unknown accumulation model {model!r}{hint}; known: {', '.join(names)} "
@@ -379,6 +384,8 @@ def matmul(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
     >>> float(lp.matmul(a, b, [[0.5]], model="h100")[0, 0])   # C enters the MMA
     1.500732421875
     """
+    if is_block_scaled(a) or is_block_scaled(b):  # MX / NVFP4 tensors: lowprec.blockmma
+        return block_scaled_matmul(a, b, c, model=model, output=output or "fp32", mode=mode)
     mdl = get_model(model)
     fin, facc, fout, mode = _formats(inputs, accumulate, output, mode)
     a, b = np.asarray(a), np.asarray(b)
