@@ -48,6 +48,7 @@ import numpy as np
 
 from ._kernels import matmul as K
 from ._kernels import params
+from ._kernels.tc_fast import tc_grid
 from ._names import did_you_mean
 from ._runtime import _threads
 from .blockmma import block_scaled_matmul, is_block_scaled
@@ -270,7 +271,7 @@ def _tensor_core_rule(mdl: TensorCore | Architecture, fin: FloatFormat, mma: Flo
 
 def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                 c: np.ndarray | None, mdl: AccumulationModel, fin: FloatFormat,
-                facc: FloatFormat, fout: FloatFormat, mode: str) -> np.ndarray:
+                facc: FloatFormat, fout: FloatFormat, mode: str, grid: bool = False) -> np.ndarray:
     """Codes of fout for the pairs (row ia[n] of ca) . (row ib[n] of cb) + c[n].
 
     ``ca`` (Ma, K) and ``cb`` (Nb, K) are int64 codes of ``fin``; ``c`` float values
@@ -328,6 +329,10 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
         Pc, Ph = params.format_params(mma), params.format_params(fhw)
         cc = c_codes(facc if every else mma)
         hw = params.MODE_INT[check_mode(tc.hw_mode)]
+        if grid and not special and not tc.c_late and tc.frac_bits - 2 * fin.mantissa_bits <= 30 \
+                and fin.mantissa_bits <= 10 and tc.hw_mode in ("rtz", "rne"):
+            tc_grid(Pi, Pc, Ph, Pa, Po, fin, asig, aexp, bsig, bexp, cc, m, out, tc, every)
+            return out
         _run_rows(lambda n0, n1: K.tensor_core_kernel(
             Pi, Pc, Ph, Pa, Po, ca, cb, asig, aexp, bsig, bexp, ia, ib, cc, special, m, n0, n1,
             out, tc.block, tc.frac_bits, hw, tc.c_late, every, _zero(mma)), n_out)
@@ -398,7 +403,7 @@ def matmul(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
     cb = np.ascontiguousarray(encode(b, fin).T, dtype=np.int64)
     ia = np.repeat(np.arange(M, dtype=np.int64), N)
     ib = np.tile(np.arange(N, dtype=np.int64), M)
-    out = _accumulate(ca, cb, ia, ib, cv, mdl, fin, facc, fout, mode)
+    out = _accumulate(ca, cb, ia, ib, cv, mdl, fin, facc, fout, mode, grid=True)
     return decode(out.astype(fout.code_dtype), fout).reshape(M, N)
 
 
