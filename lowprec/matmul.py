@@ -17,6 +17,10 @@ accumulator ``c`` (zero when omitted). Models are small frozen dataclasses;
   tensor-core block FMA of :mod:`lowprec.tensorcores` with that chip's parameters
   for the given ``inputs`` and output, bit for bit as measured;
   ``tensor_core(block, align_bits, ...)`` builds a what-if model.
+* ``"<chip>:<instruction>"`` (``h100:wgmma``, ``h100:mma.sync``, ``b200:tcgen05``,
+  ...): the rule of one instruction (:mod:`lowprec.instructions`). MX and NVFP4
+  tensors (``lp.mx.quantize``, ``lp.nvfp4.quantize``) as ``a`` and ``b`` run
+  Blackwell's block-scaled MMA (:mod:`lowprec.blockmma`).
 * ``promote(every, inner)``: a tensor-core accumulator restarted every
   ``every`` products, its partial sums added into an FP32 accumulator
   (``deepseek_v3`` = ``promote(128, "h100")`` on FP8 inputs).
