@@ -3,7 +3,10 @@
 * 5,000 dot products of K = 32 (the size of the measured files) through
   ``lp.vecdot(..., model=...)`` for each architecture's FP8 or fp16 rule;
 * a 256 x 256 x 4096 FP8 E4M3 matmul under the Hopper model, plain and promoted
-  every 128 products (DeepSeek-V3), against numpy's float32 matmul.
+  every 128 products (DeepSeek-V3), against numpy's float32 matmul;
+* ``--big``: 1024 x 1024 x 1024 matmuls (fp16 and FP8 under ``h100``, FP8 under
+  ``b200:tcgen05``) in M multiply-adds per second, per CPU-second (all threads'
+  CPU time) and per wall second, beside numpy's float32 matmul.
 
 Wall and CPU seconds, best of ``--repeat`` runs after one warm-up (numba compile)::
 
@@ -34,7 +37,11 @@ def _best(fn, repeat: int) -> tuple[float, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--big", action="store_true", help="only the 1024^3 matmuls")
     args = ap.parse_args()
+    if args.big:
+        _big(args.repeat)
+        return
     rng = np.random.default_rng(0)
     print("5,000 dot products, K = 32 (lp.vecdot)")
     for model, inputs in [("v100", "fp16"), ("a100", "bf16"), ("ada", "fp8_e4m3"),
@@ -61,6 +68,23 @@ def main() -> None:
                           args.repeat)
         print(f"  {model:>11}: {wall:.2f} s wall, {cpu:.2f} s CPU ({wall / ref:.0f}x numpy "
               "float32 matmul)")
+
+
+def _big(repeat: int) -> None:
+    rng = np.random.default_rng(1)
+    n = 1024
+    macs = float(n) ** 3
+    x, y = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    ref_w, ref_c = _best(lambda: xf @ yf, repeat)
+    print(f"1024^3 numpy float32 matmul: {macs / ref_w / 1e6:,.0f} M MAC/s wall, "
+          f"{macs / ref_c / 1e6:,.0f} per CPU-second")
+    for model, inputs in [("h100", "fp16"), ("h100", "fp8_e4m3"), ("b200:tcgen05", "fp8_e4m3")]:
+        A, B = lp.round_to(x, inputs), lp.round_to(y, inputs)
+        wall, cpu = _best(lambda m=model, f=inputs, A=A, B=B: lp.matmul(A, B, inputs=f, model=m),
+                          repeat)
+        print(f"  {model:>12} {inputs:>9}: {macs / wall / 1e6:,.0f} M MAC/s wall, "
+              f"{macs / cpu / 1e6:,.0f} per CPU-second ({wall / ref_w:.0f}x numpy's wall time)")
 
 
 if __name__ == "__main__":

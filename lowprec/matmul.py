@@ -17,6 +17,10 @@ accumulator ``c`` (zero when omitted). Models are small frozen dataclasses;
   tensor-core block FMA of :mod:`lowprec.tensorcores` with that chip's parameters
   for the given ``inputs`` and output, bit for bit as measured;
   ``tensor_core(block, align_bits, ...)`` builds a what-if model.
+* ``"<chip>:<instruction>"`` (``h100:wgmma``, ``h100:mma.sync``, ``b200:tcgen05``,
+  ...): the rule of one instruction (:mod:`lowprec.instructions`). MX and NVFP4
+  tensors (``lp.mx.quantize``, ``lp.nvfp4.quantize``) as ``a`` and ``b`` run
+  Blackwell's block-scaled MMA (:mod:`lowprec.blockmma`).
 * ``promote(every, inner)``: a tensor-core accumulator restarted every
   ``every`` products, its partial sums added into an FP32 accumulator
   (``deepseek_v3`` = ``promote(128, "h100")`` on FP8 inputs).
@@ -41,21 +45,29 @@ from __future__ import annotations
 import math
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from ._kernels import matmul as K
 from ._kernels import params
+from ._kernels.tc_fast import tc_grid
 from ._names import did_you_mean
 from ._runtime import _threads
+from .blockmma import block_scaled_matmul, is_block_scaled
 from .formats import FloatFormat, custom_format, get_format
+from .instructions import INSTRUCTIONS, get_instruction
+from .library_gemms import LIBRARY_GEMMS, LibraryGemm
 from .rounding import check_mode, decode, encode
 from .tensorcores import (
     ARCHITECTURES,
     AccumulationModel,
     Architecture,
+    Blocked,
+    Exact,
+    Pairwise,
+    Promote,
+    Sequential,
     TensorCore,
     chip_names,
     get_architecture,
@@ -82,54 +94,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- models
-@dataclass(frozen=True)
-class Exact(AccumulationModel):
-    """Exact sum of the exact products, rounded once to the output format."""
-
-    name: str = "exact"
-
-
-@dataclass(frozen=True)
-class Sequential(AccumulationModel):
-    """acc = fma(a_k, b_k, acc) for k in order from acc = C, each step rounded to `accumulate`."""
-
-    name: str = "sequential"
-
-
-@dataclass(frozen=True)
-class Pairwise(AccumulationModel):
-    """Products rounded to `accumulate`, then added as a balanced binary tree."""
-
-    name: str = "pairwise"
-
-
-@dataclass(frozen=True)
-class Blocked(AccumulationModel):
-    """Sequential fma within blocks of k_block products; block sums added in order."""
-
-    k_block: int = 32
-    name: str = "blocked"
-
-    def describe(self) -> str:
-        return f"{self.name}(k_block={self.k_block}): " + super().describe().split(": ", 1)[1]
-
-
-@dataclass(frozen=True)
-class Promote(AccumulationModel):
-    """Tensor-core partial sums over `every` products, each added (rounded in `mode`)
-    into an `accumulate`-format (FP32) accumulator on the CUDA cores, which starts at C."""
-
-    every: int = 128
-    inner: TensorCore | Architecture | None = None
-    name: str = "promote"
-
-    def describe(self) -> str:
-        inner = self.inner.name if self.inner is not None else "h100"
-        return (f"{self.name}: partial sums of {self.every} products in the {inner} tensor-core "
-                "model, promoted into an FP32 accumulator (DeepSeek-V3 technical report, "
-                "arXiv 2412.19437, Sec. 3.3.2: 'increasing accumulation precision', N_C = 128)")
-
-
 def tensor_core(block: int, align_bits: int, *, acc_mantissa_bits: int | None = None,
                 hw_mode: str = "rtz", c_late: bool = False, name: str = "tensor_core",
                 source: str = "user-defined") -> TensorCore:
@@ -162,39 +126,9 @@ A100_TF32 = A100.rule("tf32")
 DEEPSEEK_V3 = Promote(name="deepseek_v3", every=128, inner=H100)
 
 
-
-@dataclass(frozen=True)
-class LibraryGemm(AccumulationModel):
-    """A GPU library's GEMM under its own name: the model that reproduced it bit for bit,
-    and what it was measured on (``lp.matmul(..., model=name)`` runs ``model``)."""
-
-    model: AccumulationModel | None = None
-    measured: str = ""
-    name: str = "library"
-
-    def describe(self) -> str:
-        return f"{self.name}: {self.measured}"
-
-
-_H200 = "NVIDIA H200, driver 580.159.04, 2026-12-04 (docs/hardware/h200-2026-12-04.md)"
-# Library GEMMs as measured; one entry each (validate --gpu re-identifies them on any GPU).
-LIBRARY_GEMMS: dict[str, LibraryGemm] = {g.name: g for g in [
-    LibraryGemm("cublaslt_fp8", Promote(name="cublaslt_fp8", every=128, inner=H100),
-                "= promote(128, 'h100'); torch._scaled_mm E4M3, fp32 out, use_fast_accum=False (torch 2.11.0+cu130, "
-                f"cuBLASLt), 100% of outputs at K = 64..4096; {_H200}"),
-    LibraryGemm("cublaslt_fp8_fast", replace(H100, name="cublaslt_fp8_fast"),
-                "= the h100 chain; torch._scaled_mm E4M3, fp32 out, use_fast_accum=True (torch 2.11.0+cu130, "
-                f"cuBLASLt), 100% of outputs at K = 64..4096; {_H200}"),
-    LibraryGemm("cublas", replace(H100, name="cublas"),
-                "= the h100 chain; cuBLAS fp16/bf16, fp32 accumulation: cublasGemmEx fp32 out "
-                "(CuPy 14.2.0) 100% at K = 32..1024; torch.matmul (2.11.0+cu130) = this, then "
-                "one RNE rounding to fp16/bf16: 100% at K = 16..1024, 1019/1024 (fp16) and "
-                f"1022/1024 (bf16) at K = 4096 (split-K suspected); {_H200}"),
-]}
-
 _MODELS: dict[str, AccumulationModel] = {
     m.name: m for m in [Exact(), Sequential(), Pairwise(), Blocked(), *ARCHITECTURES.values(),
-                        DEEPSEEK_V3, *LIBRARY_GEMMS.values()]
+                        DEEPSEEK_V3, *INSTRUCTIONS.values(), *LIBRARY_GEMMS.values()]
 }
 # Preset names before the architecture table; they resolve to an architecture.
 _DEPRECATED = {"h100_fp8": "h100", "a100_tf32": "a100"}
@@ -245,6 +179,9 @@ def get_model(model: ModelLike) -> AccumulationModel:
             return _MODELS[_DEPRECATED[key]]
         if key in chip_names():
             return get_architecture(key)
+        inst = get_instruction(key)  # "h100:wgmma": raises on an unknown pair
+        if inst is not None:
+            return inst
     names = [*_MODELS, *[c for c in chip_names() if c not in _MODELS]]
     hint = did_you_mean(model, names) if isinstance(model, str) else ""
     raise ValueError(f"unknown accumulation model {model!r}{hint}; known: {', '.join(names)} "
@@ -297,7 +234,7 @@ def _tensor_core_rule(mdl: TensorCore | Architecture, fin: FloatFormat, mma: Flo
 
 def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                 c: np.ndarray | None, mdl: AccumulationModel, fin: FloatFormat,
-                facc: FloatFormat, fout: FloatFormat, mode: str) -> np.ndarray:
+                facc: FloatFormat, fout: FloatFormat, mode: str, grid: bool = False) -> np.ndarray:
     """Codes of fout for the pairs (row ia[n] of ca) . (row ib[n] of cb) + c[n].
 
     ``ca`` (Ma, K) and ``cb`` (Nb, K) are int64 codes of ``fin``; ``c`` float values
@@ -355,6 +292,10 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
         Pc, Ph = params.format_params(mma), params.format_params(fhw)
         cc = c_codes(facc if every else mma)
         hw = params.MODE_INT[check_mode(tc.hw_mode)]
+        if grid and not special and not tc.c_late and tc.frac_bits - 2 * fin.mantissa_bits <= 30 \
+                and fin.mantissa_bits <= 10 and tc.hw_mode in ("rtz", "rne"):
+            tc_grid(Pi, Pc, Ph, Pa, Po, fin, asig, aexp, bsig, bexp, cc, m, out, tc, every)
+            return out
         _run_rows(lambda n0, n1: K.tensor_core_kernel(
             Pi, Pc, Ph, Pa, Po, ca, cb, asig, aexp, bsig, bexp, ia, ib, cc, special, m, n0, n1,
             out, tc.block, tc.frac_bits, hw, tc.c_late, every, _zero(mma)), n_out)
@@ -411,6 +352,8 @@ def matmul(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
     >>> float(lp.matmul(a, b, [[0.5]], model="h100")[0, 0])   # C enters the MMA
     1.500732421875
     """
+    if is_block_scaled(a) or is_block_scaled(b):  # MX / NVFP4 tensors: lowprec.blockmma
+        return block_scaled_matmul(a, b, c, model=model, output=output or "fp32", mode=mode)
     mdl = get_model(model)
     fin, facc, fout, mode = _formats(inputs, accumulate, output, mode)
     a, b = np.asarray(a), np.asarray(b)
@@ -423,7 +366,7 @@ def matmul(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
     cb = np.ascontiguousarray(encode(b, fin).T, dtype=np.int64)
     ia = np.repeat(np.arange(M, dtype=np.int64), N)
     ib = np.tile(np.arange(N, dtype=np.int64), M)
-    out = _accumulate(ca, cb, ia, ib, cv, mdl, fin, facc, fout, mode)
+    out = _accumulate(ca, cb, ia, ib, cv, mdl, fin, facc, fout, mode, grid=True)
     return decode(out.astype(fout.code_dtype), fout).reshape(M, N)
 
 

@@ -295,6 +295,14 @@ class MXTensor:
             out = self._broadcast(self.scales, self.elements)
         return np.ascontiguousarray(out, dtype=dtype)
 
+    def _block_mma_operand(self) -> dict[str, Any]:
+        """What a block-scaled MMA reads (:mod:`lowprec.blockmma`)."""
+        if self.fmt.integer:
+            raise ValueError("MXINT8 has no block-scaled MMA on NVIDIA GPUs; use an MXFP format")
+        return {"codes": self.codes, "element": self.fmt.element, "scale_kind": "e8m0",
+                "scale_codes": self.scale_codes, "block": self.block_size, "axis": self.axis,
+                "shape": self.shape, "global_scale": 1.0}
+
     def clip_threshold(self) -> np.ndarray:
         """Per element, the smallest input magnitude that was clipped: its
         block's scale times the element's overflow threshold (``max + ulp/2``,

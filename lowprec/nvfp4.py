@@ -130,6 +130,12 @@ class NVFP4Tensor:
             out = self._broadcast(self.scales * np.float64(self.global_scale), elems)
         return np.ascontiguousarray(out, dtype=dtype)
 
+    def _block_mma_operand(self) -> dict[str, Any]:
+        """What a block-scaled MMA reads (:mod:`lowprec.blockmma`)."""
+        return {"codes": self.codes, "element": ELEMENT, "scale_kind": "ue4m3",
+                "scale_codes": self.scale_codes, "block": self.block_size, "axis": self.axis,
+                "shape": self.shape, "global_scale": float(self.global_scale)}
+
     def clip_threshold(self) -> np.ndarray:
         """Per element, the smallest input magnitude that was clipped (saturated):
         ``7 * s_block * s_tensor`` (7 = E2M1's max 6 plus half its last gap)."""

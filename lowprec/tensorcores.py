@@ -254,3 +254,52 @@ def get_architecture(name: str) -> Architecture:
 def chip_names() -> list[str]:
     """Every chip name :func:`get_architecture` accepts."""
     return sorted(_CHIPS)
+
+
+# ------------------------------------------------- the models beside the tensor cores
+@dataclass(frozen=True)
+class Exact(AccumulationModel):
+    """Exact sum of the exact products, rounded once to the output format."""
+
+    name: str = "exact"
+
+
+@dataclass(frozen=True)
+class Sequential(AccumulationModel):
+    """acc = fma(a_k, b_k, acc) for k in order from acc = C, each step rounded to `accumulate`."""
+
+    name: str = "sequential"
+
+
+@dataclass(frozen=True)
+class Pairwise(AccumulationModel):
+    """Products rounded to `accumulate`, then added as a balanced binary tree."""
+
+    name: str = "pairwise"
+
+
+@dataclass(frozen=True)
+class Blocked(AccumulationModel):
+    """Sequential fma within blocks of k_block products; block sums added in order."""
+
+    k_block: int = 32
+    name: str = "blocked"
+
+    def describe(self) -> str:
+        return f"{self.name}(k_block={self.k_block}): " + super().describe().split(": ", 1)[1]
+
+
+@dataclass(frozen=True)
+class Promote(AccumulationModel):
+    """Tensor-core partial sums over `every` products, each added (rounded in `mode`)
+    into an `accumulate`-format (FP32) accumulator on the CUDA cores, which starts at C."""
+
+    every: int = 128
+    inner: TensorCore | Architecture | None = None
+    name: str = "promote"
+
+    def describe(self) -> str:
+        inner = self.inner.name if self.inner is not None else "h100"
+        return (f"{self.name}: partial sums of {self.every} products in the {inner} tensor-core "
+                "model, promoted into an FP32 accumulator (DeepSeek-V3 technical report, "
+                "arXiv 2412.19437, Sec. 3.3.2: 'increasing accumulation precision', N_C = 128)")
