@@ -65,6 +65,7 @@ def _submissions(where: Path, env: dict[str, str], port: int) -> dict[str, str]:
     marks = where / "marks"
     honest = where / "subs" / "0_honest.py"
     roster = where / "roster.csv"
+    escape = f"/tmp/lowprec-grade-escape-{os.getpid()}-{where.name}"  # the machine's /tmp
     return {
         "0_honest": _honest(),
         # A double-forked setsid daemon that outlives the run and edits the CSV.
@@ -139,7 +140,7 @@ def _submissions(where: Path, env: dict[str, str], port: int) -> dict[str, str]:
         "e_writer": _hostile(f"""
             for path in [{str(honest)!r}, {str(out / 'grades.csv')!r},
                          {str(marks / 'writer')!r}, {str(home / 'writer')!r},
-                         "/tmp/lowprec-grade-sandbox-escape"]:
+                         {escape!r}]:
                 try:
                     with open(path, "a") as fh:
                         fh.write("fp16_max = 1  # overwritten\\n")
@@ -236,7 +237,8 @@ def _grade_class(where: Path, names: list[str] | None, extra_env: dict[str, str]
     return {"proc": proc, "rows": rows, "feedback": feedback, "csv": out,
             "csv_text": out.read_text() if out.exists() else "", "finished": finished,
             "network": got, "marks": where / "marks", "home": where / "home",
-            "honest_text": honest_text, "honest": where / "subs" / "0_honest.py",
+            "honest_text": honest_text,
+            "escape": f"/tmp/lowprec-grade-escape-{os.getpid()}-{where.name}", "honest": where / "subs" / "0_honest.py",
             "peak_mb": int(peak.group(1)) / 1024 if peak else None}
 
 
@@ -296,10 +298,11 @@ def test_no_writing_outside_its_folder(isolated: dict) -> None:
     assert isolated["honest"].read_text() == isolated["honest_text"]
     assert not (isolated["marks"] / "writer").exists()
     assert not (isolated["home"] / "writer").exists()
-    assert not Path("/tmp/lowprec-grade-sandbox-escape").exists()
+    escape = isolated["escape"]
+    assert not Path(escape).exists()
     # only its own /tmp (a tmpfs of the sandbox, gone with it) took the write
     wrote = re.findall(r"WROTE (\S+)", isolated["feedback"]["e_writer"])
-    assert set(wrote) <= {"/tmp/lowprec-grade-sandbox-escape"}, wrote
+    assert set(wrote) <= {escape}, wrote
     assert isolated["rows"]["e_writer"]["total"] == "6"
 
 
