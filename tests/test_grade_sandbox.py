@@ -361,3 +361,36 @@ def test_require_sandbox_refuses_without_namespaces(
     err = capsys.readouterr().err
     assert "--require-sandbox" in err and "cannot be isolated" in err
     assert not out.exists()
+
+
+def test_a_crashed_grader_leaves_the_finished_rows_and_no_process(tmp_path: Path) -> None:
+    """The grader killed while a submission hangs: the rows of the students graded before
+    are on disk (``<out>.partial``), no ``<out>`` half-written, and the hanging run's
+    processes went with the grader."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "0_honest.py").write_text(_honest())
+    (subs / "1_hangs.py").write_text(_hostile("import time\ntime.sleep(600)"))
+    out = tmp_path / "grades.csv"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    partial = Path(str(out) + ".partial")
+    proc = subprocess.Popen([sys.executable, "-m", "lowprec", "grade", str(subs), "--tutorial",
+                             "01", "--out", str(out), "--timeout", "300"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    end = time.monotonic() + 300
+    while time.monotonic() < end and proc.poll() is None:  # until 0_honest's row is there
+        if partial.exists() and len(partial.read_text().splitlines()) == 2:
+            break
+        time.sleep(0.2)
+    time.sleep(3)  # the hanging submission is running
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                              text=True).stdout.split()
+    proc.kill()
+    proc.wait()
+    rows = list(csv.DictReader(partial.read_text().splitlines()))
+    assert [r["student"] for r in rows] == ["0_honest"] and rows[0]["total"] == "7"
+    assert not out.exists()
+    time.sleep(1)
+    for pid in children:  # the launcher (and with it the sandbox) died with the grader
+        assert not Path(f"/proc/{pid}").exists() or \
+            "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]

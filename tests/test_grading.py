@@ -381,3 +381,34 @@ def test_closed_stdout_still_does_the_work(tmp_path: Path) -> None:
     assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
     assert "Exception ignored" not in res.stderr
     assert any((tmp_path / "d" / "fp32").iterdir())
+
+
+# ------------------------------------------------------------ feedback for the classic mix-ups
+def _feedback(check: Any, *args: Any) -> str:
+    from lowprec import exercises
+
+    with pytest.raises(exercises.ExerciseError) as err:
+        check(*args)
+    return err.value.feedback(reveal=False)
+
+
+def test_feedback_names_the_format_the_student_mixed_up() -> None:
+    import lowprec as lp
+    from lowprec import exercises as ex
+
+    # fp16's gap at 256 (10 mantissa bits: 2^8 * 2^-10) given for bf16
+    text = _feedback(ex.check_spacing, "bf16", 256.0, 2.0**8 * 2.0**-10)
+    assert "spacing of fp16" in text and "bf16 has 7" in text
+    # the standard E4M3 max (448) given for an 'fn' E5M2 variant; the IEEE-style E4M3 max
+    # ((2 - 2^-3) * 2^7 = 240) given for the 'fn' E4M3
+    text = _feedback(ex.check_max, lp.custom_format(5, 2, has_inf=False), 448.0)
+    assert "largest finite fp8_e4m3" in text and "'fn'" in text and "5 exponent" in text
+    text = _feedback(ex.check_max, lp.custom_format(4, 3, has_inf=False), (2 - 2**-3) * 2.0**7)
+    assert "IEEE-style E4M3" in text and "'fn' variant" in text
+    # a subnormal decoded with the implicit 1 (0b0_0000_011 of E4M3, bias 7)
+    text = _feedback(ex.check_decode, 0b0_0000_011, "fp8_e4m3", (1 + 3 / 8) * 2.0**-7)
+    assert "no implicit leading 1" in text
+    # a 9-bit E5M3 counted as 8 bits: 2^8 codes, less its 2 * 2^3 inf/NaN, -0 once
+    for wrong in (2**8, 2**8 - 2 * 2**3 - 1):
+        text = _feedback(ex.check_num_finite, lp.custom_format(5, 3), wrong)
+        assert "counted 8-bit codes" in text and "9 bits" in text
