@@ -290,7 +290,7 @@ def _pidns_members(inode: int) -> list[int]:
 
 def _session_members(sid: int) -> list[int]:
     found = []
-    for entry in os.listdir("/proc"):
+    for entry in (os.listdir("/proc") if os.path.isdir("/proc") else []):
         if entry.isdigit():
             with contextlib.suppress(OSError, ValueError, IndexError):
                 fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()

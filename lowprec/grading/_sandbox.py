@@ -59,12 +59,21 @@ _PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s39
 _DEVICES = ("null", "zero", "full", "random", "urandom")
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
-                        ctypes.c_char_p]
-_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
-_libc.unshare.argtypes = [ctypes.c_int]
-_libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
-                        ctypes.c_ulong]
+_ARGTYPES = {
+    "mount": [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong,
+              ctypes.c_char_p],
+    "umount2": [ctypes.c_char_p, ctypes.c_int],
+    "unshare": [ctypes.c_int],
+    "prctl": [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong],
+}
+for _name, _types in _ARGTYPES.items():  # Linux's; elsewhere only the fallback runs
+    if hasattr(_libc, _name):
+        getattr(_libc, _name).argtypes = _types
+
+
+def _prctl(option: int, value: int) -> None:
+    if hasattr(_libc, "prctl"):
+        _libc.prctl(option, value, 0, 0, 0)
 
 
 def _check(ret: int, what: str) -> None:
@@ -105,7 +114,7 @@ def _drop_root() -> None:
         os.setresuid(NOBODY, NOBODY, NOBODY)
         # a changed uid makes the process undumpable, its /proc files root's: undo that,
         # or it cannot write its own uid_map
-        _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
+        _prctl(PR_SET_DUMPABLE, 1)
 
 
 def _limits(cfg: dict[str, Any]) -> None:
@@ -206,7 +215,7 @@ def _report(record: dict[str, Any]) -> None:
 
 def _exec_child(cfg: dict[str, Any]) -> None:
     _limits(cfg)
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _prctl(PR_SET_NO_NEW_PRIVS, 1)
     os.execve(cfg["python"], [cfg["python"], "-m", "lowprec.grading._child"], cfg["env"])
 
 
@@ -227,7 +236,7 @@ def _namespace_init(cfg: dict[str, Any], fds: list[tuple[int, str, bool]],
                     kernels: int | None) -> None:
     """pid 1 of the new namespaces: build the root, lose every privilege, run the child."""
     try:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         _build_root(cfg, fds, kernels)
         for fd, _, _ in fds:
             os.close(fd)
@@ -248,7 +257,7 @@ def _namespace_init(cfg: dict[str, Any], fds: list[tuple[int, str, bool]],
 def _namespaces(cfg: dict[str, Any], ready: int, mapped: int) -> None:
     """The first process in the new namespaces (its child is their pid 1)."""
     try:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         root = os.geteuid() == 0
         if root:
             os.setgroups([])
@@ -267,7 +276,7 @@ def _namespaces(cfg: dict[str, Any], ready: int, mapped: int) -> None:
         if root:
             os.setresgid(0, 0, 0)
             os.setresuid(0, 0, 0)  # uid 0 inside is nobody (65534) outside
-            _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its /proc files stay its own
+            _prctl(PR_SET_DUMPABLE, 1)  # its /proc files stay its own
         pid = os.fork()
         if pid == 0:
             _namespace_init(cfg, fds, kernels)
@@ -303,7 +312,7 @@ def isolated(cfg: dict[str, Any]) -> int:
 def _descendants() -> list[int]:
     """This process's children (orphans of the submission come here: a subreaper)."""
     me, found = os.getpid(), []
-    for entry in os.listdir("/proc"):
+    for entry in (os.listdir("/proc") if os.path.isdir("/proc") else []):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/stat") as fh:
@@ -320,13 +329,13 @@ def fallback(cfg: dict[str, Any], why: str) -> int:
     os.chdir(cfg["workdir"])
     if cfg["drop_root"]:  # the grader checked that nobody can run Python here
         _drop_root()
-    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
     pid = os.fork()
     if pid == 0:
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the launcher gone: stop
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the launcher gone: stop
         if os.geteuid() == 0:  # root that cannot be nobody here: root without capabilities
             for cap in range(64):  # (so that RLIMIT_NPROC and file permissions apply)
-                _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+                _prctl(PR_CAPBSET_DROP, cap)
         os.setsid()
         _report({"sandbox": "fallback", "why": why, "sid": os.getpid()})
         _exec_child(cfg)
@@ -356,7 +365,7 @@ def main(argv: list[str]) -> int:
     if cfg["answer_fd"] != 3:
         os.dup2(cfg["answer_fd"], 3)
         os.close(cfg["answer_fd"])
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the grader gone: stop
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the grader gone: stop
     if not cfg["isolate"]:
         return fallback(cfg, cfg.get("why", "isolation was not requested"))
     return isolated(cfg)
