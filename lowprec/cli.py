@@ -102,12 +102,54 @@ def main(argv: Sequence[str] | None = None) -> int:
     >>> main(["info", "fp8"])  # the message goes to stderr
     2
     """
+    real = sys.stdout
+    guard = _Stdout(real)
+    sys.stdout = guard
     try:
         status = _run(argv)
-        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        guard.flush()  # a closed pipe shows up here, not at interpreter exit
         return status
-    except BrokenPipeError:  # lowprec info | head -3
+    except BrokenPipeError:  # a write that went around the guard
         return _closed_stdout()
+    finally:
+        sys.stdout = real if real is not None else guard
+
+
+class _Stdout:
+    """``sys.stdout`` while a command runs: when its reader is gone (``lowprec demo | head
+    -1``) or it was closed from the start (``lowprec info >&-``), the output is dropped and
+    the command goes on -- the files it writes are its work, not the printing."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+        self.gone = real is None
+
+    def _lost(self) -> None:
+        self.gone = True
+        _closed_stdout()
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return int(self._real.write(text))
+            except (OSError, ValueError):  # EPIPE, EBADF, a closed file
+                self._lost()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._real.flush()
+            except (OSError, ValueError):
+                self._lost()
+
+    def isatty(self) -> bool:
+        return not self.gone and bool(self._real.isatty())
+
+    def __getattr__(self, name: str) -> Any:
+        if self._real is None:
+            raise AttributeError(name)
+        return getattr(self._real, name)
 
 
 def _run(argv: Sequence[str] | None) -> int:
@@ -151,7 +193,9 @@ def _closed_stdout() -> int:
     """
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        if devnull != 1:
+            os.dup2(devnull, 1)
+            os.close(devnull)
     except (OSError, ValueError):  # stdout is not a real file (a test's capture)
         pass
     return EXIT_FAILED

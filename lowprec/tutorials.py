@@ -282,19 +282,41 @@ def list_tutorials(source: str | os.PathLike[str] | None = None) -> list[Path]:
     return found
 
 
+def select_tutorials(paths: list[Path], only: list[str] | None) -> list[Path]:
+    """The tutorials of ``paths`` that ``only`` names (a number, ``1`` or ``01``, or a name
+    prefix); ``ValueError`` naming any entry that matches none.
+
+    >>> [p.name[:2] for p in select_tutorials(list_tutorials(), ["1", "05"])]
+    ['01', '05']
+    """
+    if not only:
+        return paths
+    chosen: list[Path] = []
+    for o in only:
+        key = o.zfill(2) if o.isdigit() else o
+        found = [p for p in paths if p.name.startswith(key)]
+        if not found:
+            numbers = " ".join(p.name[:2] for p in paths)
+            raise ValueError(f"--only {o}: no such tutorial (there are: {numbers})")
+        chosen += [p for p in found if p not in chosen]
+    return [p for p in paths if p in chosen]
+
+
 def write_student_versions(
     dest: str | os.PathLike[str],
     source: str | os.PathLike[str] | None = None,
     *,
     force: bool = False,
+    only: list[str] | None = None,
 ) -> list[Path]:
-    """Write the student version of every tutorial into ``dest``; returns the paths.
+    """Write the student version of every tutorial (or those ``only`` names, see
+    :func:`select_tutorials`) into ``dest``; returns the paths.
 
     Refuses (``FileExistsError``, nothing written) if any target file exists,
     unless ``force`` -- a student's work is never overwritten by accident.
     """
     dest = Path(dest)
-    sources = list_tutorials(source)
+    sources = select_tutorials(list_tutorials(source), only)
     targets = [dest / p.name for p in sources]
     existing = [t for t in targets if t.exists()]
     if existing and not force:
@@ -332,11 +354,7 @@ def render_notebooks(
         raise ImportError(
             "rendering notebooks needs jupytext: pip install 'lowprec[tutorials]'"
         ) from None
-    paths = list_tutorials(source)
-    if only:
-        paths = [p for p in paths if any(p.name.startswith(o) for o in only)]
-        if not paths:
-            raise FileNotFoundError(f"no tutorial matches {only}")
+    paths = select_tutorials(list_tutorials(source), only)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     written = []

@@ -10,10 +10,14 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
+import subprocess
+import sys
 import textwrap
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -313,8 +317,6 @@ def test_read_submission_cells_and_labels(tmp_path: Path) -> None:
 
 def test_the_wheel_ships_tutorials_and_the_explorer_page(tmp_path: Path) -> None:
     """``pip install .`` installs what ``lowprec tutorials`` and ``lowprec explore`` read."""
-    import subprocess
-    import sys
     import zipfile
 
     pytest.importorskip("setuptools")
@@ -329,3 +331,84 @@ def test_the_wheel_ships_tutorials_and_the_explorer_page(tmp_path: Path) -> None
         assert f"lowprec/tutorials_data/{t.name}" in names
     assert "lowprec/explorer_page.html" in names
     assert "lowprec/grading/_child.py" in names
+
+
+# ------------------------------------------------------------ classroom rough edges
+def test_tutorials_student_only_without_a_roster(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["tutorials", "student", str(tmp_path / "h"), "--only", "1", "05"]) == 0
+    assert sorted(p.name[:2] for p in (tmp_path / "h").iterdir()) == ["01", "05"]
+    assert main(["tutorials", "student", str(tmp_path / "bad"), "--only", "01", "42"]) == 2
+    err = capsys.readouterr().err
+    assert "--only 42: no such tutorial" in err and "01 02" in err
+    assert not (tmp_path / "bad").exists()  # refused before the folder was made
+    assert main(["tutorials", "student", str(tmp_path / "r"), "--only", "99",
+                 "--roster", str(tmp_path / "missing.csv")]) == 2
+
+
+def test_a_roster_that_is_not_utf8_names_the_file_and_the_fix(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    roster = tmp_path / "class.csv"
+    roster.write_bytes("id\nada\njos\u00e9\n".encode("latin-1"))
+    with pytest.raises(ValueError, match=r"class\.csv.*not UTF-8.*line 3.*iconv"):
+        read_roster(roster)
+    assert main(["tutorials", "student", str(tmp_path / "h"), "--roster", str(roster)]) == 2
+    err = capsys.readouterr().err
+    assert "not UTF-8" in err and "Traceback" not in err
+
+
+def _lowprec_cli(*argv: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run([sys.executable, "-m", "lowprec", *argv], env=env, text=True,
+                          timeout=600, **kwargs)
+
+
+def test_closed_stdout_still_does_the_work(tmp_path: Path) -> None:
+    """``lowprec info >&-`` and ``lowprec demo | head -1``: no traceback, exit 0, and the
+    demo's files are written although nobody reads what it prints."""
+    res = _lowprec_cli("info", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                       preexec_fn=lambda: os.close(1))
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # head -1 that has already gone
+    try:
+        res = _lowprec_cli("demo", "--out", str(tmp_path / "d"), "--policies", "fp32",
+                           "--steps", "5", "--no-figures", stdout=write_end,
+                           stderr=subprocess.PIPE)
+    finally:
+        os.close(write_end)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+    assert "Exception ignored" not in res.stderr
+    assert any((tmp_path / "d" / "fp32").iterdir())
+
+
+# ------------------------------------------------------------ feedback for the classic mix-ups
+def _feedback(check: Any, *args: Any) -> str:
+    from lowprec import exercises
+
+    with pytest.raises(exercises.ExerciseError) as err:
+        check(*args)
+    return err.value.feedback(reveal=False)
+
+
+def test_feedback_names_the_format_the_student_mixed_up() -> None:
+    import lowprec as lp
+    from lowprec import exercises as ex
+
+    # fp16's gap at 256 (10 mantissa bits: 2^8 * 2^-10) given for bf16
+    text = _feedback(ex.check_spacing, "bf16", 256.0, 2.0**8 * 2.0**-10)
+    assert "spacing of fp16" in text and "bf16 has 7" in text
+    # the standard E4M3 max (448) given for an 'fn' E5M2 variant; the IEEE-style E4M3 max
+    # ((2 - 2^-3) * 2^7 = 240) given for the 'fn' E4M3
+    text = _feedback(ex.check_max, lp.custom_format(5, 2, has_inf=False), 448.0)
+    assert "largest finite fp8_e4m3" in text and "'fn'" in text and "5 exponent" in text
+    text = _feedback(ex.check_max, lp.custom_format(4, 3, has_inf=False), (2 - 2**-3) * 2.0**7)
+    assert "IEEE-style E4M3" in text and "'fn' variant" in text
+    # a subnormal decoded with the implicit 1 (0b0_0000_011 of E4M3, bias 7)
+    text = _feedback(ex.check_decode, 0b0_0000_011, "fp8_e4m3", (1 + 3 / 8) * 2.0**-7)
+    assert "no implicit leading 1" in text
+    # a 9-bit E5M3 counted as 8 bits: 2^8 codes, less its 2 * 2^3 inf/NaN, -0 once
+    for wrong in (2**8, 2**8 - 2 * 2**3 - 1):
+        text = _feedback(ex.check_num_finite, lp.custom_format(5, 3), wrong)
+        assert "counted 8-bit codes" in text and "9 bits" in text

@@ -13,11 +13,25 @@ from ._common import add_command
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
         sub, "grade", help="grade students' tutorial submissions (.py or .ipynb)",
-        description="Run each submission in its own subprocess (time and memory limits), "
-        "check every exercise's answers with lowprec's checkers and the teacher's checking "
-        "calls (with each student's variant when a roster is given), and write a CSV (one "
-        "row per submission), one feedback file per student and a class summary. Feedback "
-        "gives the diagnosis and a hint, not the solution, unless --reveal.",
+        description="Run each submission in its own sandbox, check every exercise's answers "
+        "with lowprec's checkers and the teacher's checking calls (with each student's "
+        "variant when a roster is given), and write a CSV (one row per submission, each "
+        "written as it finishes to <out>.partial, renamed to <out> at the end), one "
+        "feedback file per student and a class summary. Feedback gives the diagnosis and a "
+        "hint, not the solution, unless --reveal. "
+        "The sandbox (Linux, where user namespaces are allowed): each submission runs as an "
+        "unprivileged user with no capabilities, in new user, mount, pid, network, IPC and "
+        "UTS namespaces; it sees only the system folders, Python and lowprec (read-only) "
+        "and an empty home on a 256 MiB tmpfs, not the teacher's files, other submissions, "
+        "the roster or the output; no network; an environment of its own; limits on CPU "
+        "time, memory, file size, 64 processes and 256 open files; only the last 64 KiB of "
+        "its output kept; every process of it killed at the end (checked). Its answers are "
+        "read in lock-step and any record out of turn voids its run. It does NOT protect "
+        "against kernel exploits, and it can still read world-readable system files "
+        "(/etc, /usr). Where namespaces are unavailable the grader says so at start and "
+        "falls back to an empty folder, a scrubbed environment and the limits (the "
+        "submission can then read what the grader's user can, and use the network); "
+        "--require-sandbox refuses to run instead.",
         examples=[
             'lowprec grade submissions/*.py --tutorial 01',
             'lowprec grade submitted/ --tutorial 02 --roster roster.csv --seed 2026 --out grades.csv',
@@ -39,6 +53,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--memory", type=int, default=4096, metavar="MIB",
                    help="address-space limit per submission, MiB")
     p.add_argument("--force", action="store_true", help="replace the CSV and feedback files")
+    p.add_argument("--require-sandbox", action="store_true",
+                   help="refuse to grade where submissions cannot be isolated by Linux "
+                   "namespaces (instead of the weaker fallback)")
     p.set_defaults(func=run)
 
 
@@ -86,7 +103,8 @@ def student_ids(paths: list[Path], roster: list[str] | None) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from .._outdir import prepare_out_dir
     from ..grading import exercise_spec, grade_submission, open_tutorial
-    from ..grading.report import summary, write_csv, write_feedback
+    from ..grading._driver import namespaces_available
+    from ..grading.report import PartialCSV, summary, write_feedback
     from ..grading.run import ExerciseResult, SubmissionResult
     from ..grading.spec import tutorial_path
     from ..grading.variants import read_roster, variant_text
@@ -104,24 +122,45 @@ def run(args: argparse.Namespace) -> int:
     roster = read_roster(args.roster) if args.roster else None
     paths = _expand(args.submissions)
     ids = student_ids(paths, roster)
+    isolated, why = namespaces_available()
+    if not isolated:
+        if args.require_sandbox:
+            raise ValueError(f"--require-sandbox: submissions cannot be isolated here ({why}); "
+                             "grade on a Linux machine that allows user namespaces "
+                             "(sysctl kernel.unprivileged_userns_clone=1, "
+                             "user.max_user_namespaces > 0) or inside a container")
+        print("WARNING: submissions will NOT be isolated: Linux namespaces are unavailable "
+              f"({why}). Each runs in an empty folder with a scrubbed environment and "
+              "limits, but can read what this user can read and use the network. Use "
+              "--require-sandbox to refuse.", file=sys.stderr, flush=True)
     prepare_out_dir(feedback_dir, force=args.force)
+    spec = exercise_spec(teacher)
+    table = PartialCSV(out, spec)
     results = []
     for path, student in zip(paths, ids):
-        variant = variant_text(teacher, tutorial, student, args.seed) if roster else None
-        spec = exercise_spec(variant.text if variant else teacher)
         print(f"grading {path} ({student}) ...", end=" ", flush=True)
-        r = grade_submission(path, spec, student=student, timeout=args.timeout,
-                             memory_mb=args.memory,
-                             variant=variant.description if variant else "")
-        print(f"{r.total:g}/{r.max_total:g} {r.status} ({r.seconds:.1f} s)", flush=True)
+        try:
+            variant = variant_text(teacher, tutorial, student, args.seed) if roster else None
+            r = grade_submission(path, exercise_spec(variant.text if variant else teacher),
+                                 student=student, timeout=args.timeout, memory_mb=args.memory,
+                                 variant=variant.description if variant else "",
+                                 isolate=isolated, require=args.require_sandbox)
+        except Exception as exc:  # the grader's own failure on one submission: its row
+            r = SubmissionResult(student, str(path), [
+                ExerciseResult(e.number, e.title, 0.0, e.points, [f"not graded: {exc}"],
+                               "not graded") for e in spec], "error",
+                f"error: the grader failed on it ({type(exc).__name__}: {exc})")
+        print(f"{r.total:g}/{r.max_total:g} {r.status} ({r.seconds:.1f} s)"
+              + (f": {r.note}" if r.status == "error" else ""), flush=True)
+        table.add(r)
         results.append(r)
-    spec = exercise_spec(teacher)
     for student in (roster or []):
         if student not in ids:  # on the roster, nothing submitted
             results.append(SubmissionResult(student, "", [
                 ExerciseResult(e.number, e.title, 0.0, e.points, ["no submission"],
                                "no submission") for e in spec], "missing", "no submission"))
-    write_csv(results, spec, out)
+            table.add(results[-1])
+    table.finish()  # every run is over (each one's processes killed and checked)
     write_feedback(results, feedback_dir, tutorial, reveal=args.reveal)
     print(summary(results, spec))
     print(f"wrote {out} and {len(results)} feedback file(s) in {feedback_dir}/")

@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
                          f"'lowprec tutorials {args.action} handout/'")
     if args.roster and args.action != "student":
         raise ValueError("--roster is for 'lowprec tutorials student'")
-    tutorials.list_tutorials(args.source)  # a bad --source fails before the folder is made
+    # a bad --source or --only fails before the folder is made
+    tutorials.select_tutorials(tutorials.list_tutorials(args.source), args.only)
     roster = None
     if args.roster:
         from ..grading.variants import read_roster
@@ -66,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         written = write_assignments(folder, roster, args.seed, args.source, force=True,
                                     only=args.only)
     elif args.action == "student":
-        written = tutorials.write_student_versions(folder, args.source, force=True)
+        written = tutorials.write_student_versions(folder, args.source, force=True,
+                                                   only=args.only)
     else:
         try:
             written = tutorials.render_notebooks(folder, args.source, student=args.student,

@@ -55,6 +55,39 @@ def _why_max(f: FloatFormat) -> str:
     )
 
 
+_KNOWN = ("fp16", "bf16", "fp32", "fp8_e4m3", "fp8_e5m2")  # formats students mix up
+
+
+def describe(f: FloatFormat) -> str:
+    """Which format ``f`` is, in words (for feedback that names the format)."""
+    kind = {"ieee": "IEEE-style: the all-ones exponent is inf/NaN",
+            "max": "'fn': no infinities, only the all-ones code is NaN",
+            "negzero": "'fnuz': the -0 code is its NaN"}.get(f.nan, "no inf or NaN")
+    return (f"{f.width} bits: {f.exponent_bits} exponent, {f.mantissa_bits} mantissa, bias "
+            f"{f.bias}; {kind}")
+
+
+def _other_formats_max(f: FloatFormat, x: float) -> list[Mistake]:
+    """The max of a format the student may have meant instead of ``f``."""
+    e, m = f.exponent_bits, f.mantissa_bits
+    ieee = (2 - 2.0**-m) * 2.0 ** (2**e - 2 - f.bias)  # same fields, inf/NaN reserved
+    fn = (2 - 2.0 ** (1 - m)) * 2.0 ** (2**e - 1 - f.bias)  # same fields, 'fn'
+    found = [Mistake(f.nan == "max" and x == ieee,
+                     f"{_pow2(x)} is the max of an IEEE-style E{e}M{m}, whose all-ones exponent "
+                     f"is inf/NaN; {f.name} here is the 'fn' variant ({describe(f)}), so its "
+                     "all-ones exponent is an ordinary binade."),
+             Mistake(f.nan == "ieee" and x == fn,
+                     f"{_pow2(x)} is the max of the 'fn' variant E{e}M{m} (no infinities); "
+                     f"{f.name} here is IEEE-style ({describe(f)}).")]
+    for name in _KNOWN:
+        g = get_format(name)
+        if g.name != f.name and g.max != f.max:
+            found.append(Mistake(x == g.max, f"{_pow2(x)} is the largest finite {g.name}, a "
+                                             f"different format: this one is {f.name} "
+                                             f"({describe(f)})."))
+    return found
+
+
 def check_max(fmt: FloatFormat | str, answer: Any) -> None:
     """The largest finite value of ``fmt``."""
     f = get_format(fmt)
@@ -84,6 +117,7 @@ def check_max(fmt: FloatFormat | str, answer: Any) -> None:
             Mistake(x == f.max + 2.0 ** (f.emax - m - 1),
                     "That is the midpoint between the max and the next power-of-two step: values "
                     "from there on round to overflow, but it is not itself representable."),
+            *_other_formats_max(f, x),
         ],
     )
 
@@ -200,6 +234,9 @@ def check_decode(code: int, fmt: FloatFormat | str, answer: Any) -> None:
                   "Exponent field 0 means subnormal: there is no implicit leading 1."),
             gives(s * frac * 2.0**-f.bias,
                   f"Subnormals use exponent emin = 1 - bias = {f.emin}, not 0 - bias."),
+            gives(s * (1 + frac) * 2.0**-f.bias,
+                  "Exponent field 0 means subnormal: there is no implicit leading 1, and the "
+                  f"exponent is emin = 1 - bias = {f.emin}."),
             flipped_sign,
             as_integer,
         ]
@@ -241,6 +278,11 @@ def check_num_finite(fmt: FloatFormat | str, answer: Any) -> None:
             Mistake(f.has_negative_zero and x == expected + 1,
                     "You counted +0 and -0 as two values; they are the same number "
                     "(0.0 == -0.0)."),
+            *(Mistake(x in (2**b, 2**b - special - int(f.has_negative_zero)),
+                      f"You counted {b}-bit codes, but {f.name} has 1 + {f.exponent_bits} + "
+                      f"{f.mantissa_bits} = {f.width} bits ({describe(f)}), so 2^{f.width} "
+                      "codes.")
+              for b in (8, 16, 32) if b != f.width and f.signed),
         ],
     )
 
@@ -275,5 +317,9 @@ def check_spacing(fmt: FloatFormat | str, x: float, answer: Any) -> None:
                     "That is half the spacing (the largest rounding error), not the spacing."),
             Mistake(a == expected * 2 or a == expected / 4,
                     "Off by a factor of two: check which binade x is in."),
+            *(Mistake(a == 2.0 ** (exp - g.mantissa_bits) and exp >= g.emin,
+                      f"That is the spacing of {g.name} at {xv!r} ({g.mantissa_bits} mantissa "
+                      f"bits); {f.name} has {f.mantissa_bits}.")
+              for g in map(get_format, _KNOWN) if g.mantissa_bits != f.mantissa_bits),
         ],
     )

@@ -9,9 +9,12 @@ How it works (details in the submodules):
 * :mod:`~lowprec.grading.spec`: the exercises and their checks come from the *teacher's*
   tutorial (the packaged one, or the student's own variant of it), never from the
   submission;
-* :mod:`~lowprec.grading.run`: the submission runs in its own subprocess with time and
-  memory limits; the answers are the values of the names each exercise's check reads,
-  recorded right after the student's cell of that exercise;
+* :mod:`~lowprec.grading.run`: the submission runs in its own sandbox
+  (:mod:`~lowprec.grading._sandbox`: Linux user, mount, pid and network namespaces as an
+  unprivileged user, resource limits; a weaker fallback, announced, where namespaces are
+  unavailable), driven in lock-step by :mod:`~lowprec.grading._driver`; the answers are the
+  values of the names each exercise's check reads, asked for right after the student's
+  cell of that exercise;
 * :mod:`~lowprec.grading.variants`: with a roster, each student's exercises use numbers
   drawn from the student id and a course seed.
 """

@@ -1,14 +1,17 @@
 """The grader's side of one submission's subprocess (``python -m lowprec.grading._child``).
 
-Reads a job (JSON) from the file named by ``argv[1]``, sets its own time and memory limits,
-runs the submission's code cells one by one in one namespace (a cell that raises is
-reported and the next one runs, as in Jupyter), and after each exercise writes the values
-of that exercise's names to the result file, one JSON line each, so that what was recorded
-survives a later crash or time-out. ``exercises.check_*`` calls in the submission do
-nothing here: the grader checks the recorded answers itself, with the teacher's calls.
+Started by the launcher (:mod:`lowprec.grading._sandbox`) inside the submission's
+sandbox. Reads the job (the cells, the limits) as the first line of fd 0, sets its own
+time and memory limits, then answers the grader's commands in lock-step (:func:`main`):
+run cell k (in one namespace; a cell that raises is reported and the next one runs, as
+in Jupyter), give the values of an exercise's names, end. ``exercises.check_*`` calls in
+the submission do nothing here: the grader checks the answers itself, with the teacher's
+calls.
 
-This is not a security sandbox: run untrusted code in a container (as nbgrader and Otter
-deployments do) if that matters.
+The submission runs in this process, so it can write anything to the answer channel; what
+it cannot do is make the grader accept it: the grader asks for one record at a time and
+treats any byte out of turn (a record ahead of its command, a duplicate, anything after
+``done``) as a forgery that voids the run (:mod:`lowprec.grading._driver`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ def encode_value(v: Any, depth: int = 0) -> Any:
     if isinstance(v, Fraction):
         return {"__fraction__": [v.numerator, v.denominator]}
     if isinstance(v, np.ndarray):
-        if v.size > 10_000_000 or v.dtype.kind not in "biuf":
+        if v.size > 1_000_000 or v.dtype.kind not in "biuf":
             raise TypeError(f"an array of {v.size} {v.dtype} values")
         return {"__ndarray__": v.astype(np.float64).ravel().tolist() if v.dtype.kind == "f"
                 else v.ravel().tolist(), "dtype": v.dtype.str, "shape": list(v.shape)}
@@ -120,70 +123,81 @@ def _limits(seconds: float, memory_bytes: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
-def main(job_path: str) -> int:
-    with open(job_path, encoding="utf-8") as fh:
-        job = json.load(fh)
-    out = open(job["result"], "a", encoding="utf-8", buffering=1)
+def _channel() -> tuple[Any, Any]:
+    """The grader's commands (fd 0) and the answers (fd 3), moved to private descriptors
+    (not inherited) before any submission code runs; fd 0 becomes ``/dev/null``."""
+    import os
+
+    commands = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    answers = os.fdopen(os.dup(3), "w", encoding="utf-8", buffering=1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.close(3)
+    return commands, answers
+
+
+def _run_cell(cell: dict[str, Any], namespace: dict[str, Any]) -> str | None:
+    """Run one cell; the error it raised, as one line, or None."""
+    buffer = _Capped()
+    try:
+        code = compile(cell["source"], f"<{cell['name']}>", "exec")
+        with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+            exec(code, namespace)
+    except BaseException as exc:  # noqa: B036 - the submission's errors are data here
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        where = ""
+        if isinstance(exc, SyntaxError):
+            where = f" (line {exc.lineno})"
+        else:
+            tb = traceback.extract_tb(exc.__traceback__)
+            lines = [f.lineno for f in tb if f.filename == f"<{cell['name']}>"]
+            where = f" (line {lines[-1]})" if lines else ""
+        return f"{type(exc).__name__}{where}: {exc}".strip()
+    return None
+
+
+def main() -> int:
+    """Answer the grader's commands, one line each, in order (see lowprec.grading._driver):
+
+    ``{"run": k}`` -> ``{"ran": k, "error": ..., "library": [...]}``;
+    ``{"snap": label, "names": [...]}`` -> ``{"snap": label, "values": ..., "unreadable": ...}``;
+    ``{"end": true}`` -> ``{"done": true}``, then exit.
+    """
+    commands, answers = _channel()
+    job = json.loads(commands.readline())
 
     def emit(record: dict[str, Any]) -> None:
-        record["token"] = job["token"]
-        out.write(json.dumps(record) + "\n")
+        answers.write(json.dumps(record) + "\n")
 
     _silence_checks()  # imports lowprec (numpy, numba) before the memory limit
     _limits(job["cpu_seconds"], job["memory_bytes"])
     namespace: dict[str, Any] = {"__name__": "__main__"}
-    current: dict[str, Any] | None = None  # the exercise whose answers are pending
-    errors: dict[str, str] = {}
-    uses: dict[str, list[str]] = {}
-
-    def snapshot(ex: dict[str, Any]) -> None:
-        values, problems = {}, {}
-        for name in ex["names"]:
-            if name not in namespace:
-                continue
-            try:
-                values[name] = encode_value(namespace[name])
-            except (TypeError, ValueError, OverflowError) as exc:
-                problems[name] = str(exc)
-        emit({"exercise": ex["label"], "values": values, "unreadable": problems,
-              "cell_error": errors.get(ex["label"]), "library": uses.get(ex["label"], [])})
-
-    for index, cell in enumerate(job["cells"]):
-        label = cell.get("label")
-        if label and label in job["exercises"]:
-            if current is not None:
-                snapshot(current)
-            current = job["exercises"][label]
-        emit({"cell": index, "label": label, "running": True})
-        buffer = _Capped()
-        try:
-            code = compile(cell["source"], f"<{cell['name']}>", "exec")
-            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
-                exec(code, namespace)
-        except BaseException as exc:  # noqa: B036 - the submission's errors are data here
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            where = ""
-            if isinstance(exc, SyntaxError):
-                where = f" (line {exc.lineno})"
-            else:
-                tb = traceback.extract_tb(exc.__traceback__)
-                lines = [f.lineno for f in tb if f.filename == f"<{cell['name']}>"]
-                where = f" (line {lines[-1]})" if lines else ""
-            message = f"{type(exc).__name__}{where}: {exc}".strip()
-            errors.setdefault(label or (current or {}).get("label", ""), message)
-            emit({"cell": index, "label": label, "error": message})
-        if label and job["exercises"].get(label, {}).get("by_hand"):
-            uses.setdefault(label, []).extend(library_uses(cell["source"], namespace))
-    if current is not None:
-        snapshot(current)
-    # For exercises whose cell was not found (labels removed, a plain script): the end state.
-    every = [n for ex in job["exercises"].values() for n in ex["names"]]
-    snapshot({"label": "__end__", "names": list(dict.fromkeys(every))})
-    emit({"done": True})
-    out.close()
+    cells = job["cells"]
+    for line in commands:
+        command = json.loads(line)
+        if "run" in command:
+            k = command["run"]
+            error = _run_cell(cells[k], namespace)
+            uses = library_uses(cells[k]["source"], namespace) if command.get("by_hand") else []
+            emit({"ran": k, "error": error, "library": uses})
+        elif "snap" in command:
+            values, problems = {}, {}
+            for name in command["names"]:
+                if name not in namespace:
+                    continue
+                try:
+                    values[name] = encode_value(namespace[name])
+                except (TypeError, ValueError, OverflowError) as exc:
+                    problems[name] = str(exc)
+            emit({"snap": command["snap"], "values": values, "unreadable": problems})
+        else:
+            emit({"done": True})
+            break
+    answers.close()
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(main())

@@ -16,7 +16,14 @@ import os
 import re
 from pathlib import Path
 
-from ..tutorials import Cell, join_cells, list_tutorials, parse_cells, student_version
+from ..tutorials import (
+    Cell,
+    join_cells,
+    list_tutorials,
+    parse_cells,
+    select_tutorials,
+    student_version,
+)
 from .variants import variant_text
 
 __all__ = ["assignment_text", "write_assignments"]
@@ -57,11 +64,7 @@ def write_assignments(
     Refuses (``FileExistsError``, nothing written) if any target exists, unless ``force``.
     """
     dest = Path(dest)
-    sources = list_tutorials(source)
-    if only:
-        sources = [p for p in sources if any(p.name.startswith(o.zfill(2)) for o in only)]
-        if not sources:
-            raise FileNotFoundError(f"no tutorial matches {only}")
+    sources = select_tutorials(list_tutorials(source), only)
     bad = [s for s in students if not re.fullmatch(r"[A-Za-z0-9_.@-]+", s) or s in (".", "..")]
     if bad:
         raise ValueError(f"student id {bad[0]!r} cannot be a folder name; use letters, digits "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -10,24 +11,65 @@ from pathlib import Path
 from .run import SubmissionResult
 from .spec import Exercise
 
-__all__ = ["feedback_text", "summary", "write_csv", "write_feedback"]
+__all__ = ["PartialCSV", "feedback_text", "summary", "write_csv", "write_feedback"]
+
+
+_OUTPUT = 3000  # characters of the run's output shown in the feedback
 
 
 def _points(p: float) -> str:
     return f"{p:g}"
 
 
+def csv_header(exercises: list[Exercise]) -> list[str]:
+    return ["student", *[f"ex{e.number}" for e in exercises], "total", "max", "status",
+            "note", "variant", "seconds", "submission"]
+
+
+def csv_row(r: SubmissionResult) -> list[str]:
+    return [r.student, *[_points(e.points) for e in r.exercises], _points(r.total),
+            _points(r.max_total), r.status, r.note, r.variant, f"{r.seconds:.1f}", r.path]
+
+
 def write_csv(results: list[SubmissionResult], exercises: list[Exercise], path: Path) -> Path:
-    """One row per submission: points per exercise, total, status and reason."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    """One row per submission: points per exercise, total, status and reason (written to
+    a temporary file next to ``path``, then renamed: never half a table)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["student", *[f"ex{e.number}" for e in exercises], "total", "max",
-                    "status", "note", "variant", "seconds", "submission"])
+        w.writerow(csv_header(exercises))
         for r in results:
-            w.writerow([r.student, *[_points(e.points) for e in r.exercises], _points(r.total),
-                        _points(r.max_total), r.status, r.note, r.variant,
-                        f"{r.seconds:.1f}", r.path])
+            w.writerow(csv_row(r))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
     return path
+
+
+class PartialCSV:
+    """The grades table while the class is graded: one row per student as it finishes,
+    flushed to disk (``<out>.partial``, which survives a crash of the grader), renamed to
+    ``<out>`` by :meth:`finish` once every run is over."""
+
+    def __init__(self, path: Path, exercises: list[Exercise]) -> None:
+        self.path = path
+        self.partial = path.with_name(path.name + ".partial")
+        self._fh = open(self.partial, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._w = csv.writer(self._fh)
+        self.add_row(csv_header(exercises))
+
+    def add_row(self, row: list[str]) -> None:
+        self._w.writerow(row)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def add(self, r: SubmissionResult) -> None:
+        self.add_row(csv_row(r))
+
+    def finish(self) -> Path:
+        self._fh.close()
+        os.replace(self.partial, self.path)
+        return self.path
 
 
 def feedback_text(r: SubmissionResult, tutorial: str, *, reveal: bool = False) -> str:
@@ -45,6 +87,9 @@ def feedback_text(r: SubmissionResult, tutorial: str, *, reveal: bool = False) -
         lines += [f"- {f}" for f in e.feedback]
         if reveal and e.solution:
             lines += [f"- Solution: {s}" for s in e.solution]
+    if r.output.strip():
+        lines += ["", f"## The end of what your program printed (last {_OUTPUT} characters)",
+                  "", "~~~~", r.output[-_OUTPUT:].replace("~~~~", "~ ~ "), "~~~~"]
     return "\n".join(lines) + "\n"
 
 

@@ -1,8 +1,10 @@
 """Running one submission in its own subprocess and checking what it answered.
 
 :func:`grade_submission` reads a submission (a jupytext percent script ``.py`` or a
-notebook ``.ipynb``), runs its code cells in a fresh Python process with a wall-clock,
-CPU-time and memory limit (:mod:`lowprec.grading._child`), and checks each exercise's
+notebook ``.ipynb``), runs its code cells in a fresh Python process, isolated by the
+operating system where it can be (:mod:`lowprec.grading._sandbox`), driven in lock-step by
+the grader (:mod:`lowprec.grading._driver`) with a wall-clock, CPU-time and memory limit
+(:mod:`lowprec.grading._child`), and checks each exercise's
 recorded answers with the teacher's calls of :mod:`lowprec.exercises` (see
 :mod:`lowprec.grading.spec`). A submission that raises, loops, runs out of memory or is
 not valid Python costs the affected exercises their points, each with a reason; the
@@ -16,14 +18,8 @@ import contextlib
 import io
 import json
 import math
-import os
 import re
-import secrets
 import signal
-import subprocess
-import sys
-import tempfile
-import time
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -33,6 +29,7 @@ import numpy as np
 
 from .. import exercises as _exercises
 from ..tutorials import EXERCISE_TAG, SOLUTION_TAG, parse_cells
+from ._driver import run_cells
 from .spec import Check, Exercise
 
 __all__ = ["ExerciseResult", "SubmissionResult", "grade_submission", "read_submission"]
@@ -65,10 +62,12 @@ class SubmissionResult:
     student: str
     path: str
     exercises: list[ExerciseResult]
-    status: str  #: ok, timeout, memory, crashed, unreadable, missing
+    status: str  #: ok, timeout, memory, crashed, error, unreadable, missing
     note: str = ""
     seconds: float = 0.0
     variant: str = ""
+    output: str = ""  #: the last bytes the run printed (stdout and stderr), for the teacher
+    sandbox: str = ""  #: how it was isolated: isolated, fallback (why), failed: why
 
     @property
     def total(self) -> float:
@@ -137,73 +136,30 @@ def read_submission(path: str | Path) -> list[dict[str, Any]]:
 
 
 # ------------------------------------------------------------- running
-def _lowprec_root() -> str:
-    """The folder holding the ``lowprec`` package this process imported."""
-    import lowprec
-
-    return str(Path(lowprec.__file__).resolve().parent.parent)
-
-
 def _run(cells: list[dict[str, Any]], exercises: list[Exercise], timeout: float,
-         memory_mb: int) -> tuple[list[dict[str, Any]], str, str, float]:
-    """Run the cells in a subprocess; (records, status, note, seconds)."""
-    token = secrets.token_hex(8)
-    with tempfile.TemporaryDirectory(prefix="lowprec-grade-") as tmp:
-        job_path, result_path = Path(tmp) / "job.json", Path(tmp) / "result.jsonl"
-        job = {"cells": cells, "token": token, "result": str(result_path),
-               "cpu_seconds": timeout, "memory_bytes": memory_mb * 2**20,
-               "exercises": {e.label: {"label": e.label, "names": list(e.names),
-                                       "by_hand": e.by_hand} for e in exercises}}
-        job_path.write_text(json.dumps(job), encoding="utf-8")
-        env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0",
-                   LOWPREC_TUTORIAL_OUT=str(Path(tmp) / "figures"))
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (_lowprec_root(), env.get("PYTHONPATH"))
-                                            if p)
-        work = Path(tmp) / "work"
-        work.mkdir()
-        start = time.perf_counter()
-        with open(Path(tmp) / "stderr.txt", "wb") as err:
-            proc = subprocess.Popen([sys.executable, "-m", "lowprec.grading._child",
-                                     str(job_path)], cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=err,
-                                    start_new_session=True)
-            try:
-                proc.wait(timeout=timeout + 10)
-                status = "ok"
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                status = "timeout"
-        seconds = time.perf_counter() - start
-        records = []
-        if result_path.exists():
-            for line in result_path.read_text(encoding="utf-8", errors="replace").splitlines():
-                with contextlib.suppress(ValueError):
-                    rec = json.loads(line)
-                    if isinstance(rec, dict) and rec.pop("token", None) == token:
-                        records.append(rec)
-        stderr = (Path(tmp) / "stderr.txt").read_text(errors="replace")
+         memory_mb: int, isolate: bool | None = None, require: bool = False
+         ) -> tuple[list[dict[str, Any]], str, str, float, str, str]:
+    """Run the cells isolated (:mod:`lowprec.grading._driver`);
+    (records, status, note, seconds, output tail, sandbox)."""
+    out = run_cells(cells, exercises, timeout, memory_mb, isolate=isolate, require=require)
+    records, status, note, output = out.records, out.status, out.note, out.output
     done = any(r.get("done") for r in records)
-    note = ""
     if status == "ok" and not done:
-        rc = proc.returncode
-        if rc in (-signal.SIGXCPU, -signal.SIGKILL) or "SIGXCPU" in stderr:
+        rc = out.returncode or 0
+        signum = rc - 128 if rc > 128 else -rc if rc < 0 else 0
+        if signum in (signal.SIGXCPU, signal.SIGKILL) or "SIGXCPU" in output:
             status = "timeout"
-        elif "MemoryError" in stderr or rc == -signal.SIGSEGV:
+        elif "MemoryError" in output or signum == signal.SIGSEGV:
             status, note = "memory", f"the run stopped: out of memory (limit {memory_mb} MiB)"
         else:
             status = "crashed"
-            tail = stderr.strip().splitlines()[-1:] or [f"exit status {rc}"]
+            tail = output.strip().splitlines()[-1:] or [f"exit status {rc}"]
             note = f"the run stopped before the end: {tail[0][:300]}"
     if status == "timeout":
         note = f"the run was stopped at the time limit ({timeout:g} s)"
-    if note:
-        running = [r for r in records if r.get("running")]
-        if running:
-            last = cells[running[-1]["cell"]]["name"]
-            note += f", while running {last}"
-    return records, status, note, seconds
+    if note and out.running and status != "error":
+        note += f", while running {out.running}"
+    return records, status, note, out.seconds, output, out.sandbox
 
 
 # ------------------------------------------------------------- checking
@@ -330,8 +286,13 @@ def _grade_exercise(ex: Exercise, snap: dict[str, Any] | None, earlier_error: st
 
 def grade_submission(path: str | Path, exercises: list[Exercise], *, student: str = "",
                      timeout: float = 120.0, memory_mb: int = 4096,
-                     variant: str = "") -> SubmissionResult:
-    """Run one submission and grade every exercise of ``exercises`` (see the module doc)."""
+                     variant: str = "", isolate: bool | None = None,
+                     require: bool = False) -> SubmissionResult:
+    """Run one submission and grade every exercise of ``exercises`` (see the module doc).
+
+    ``isolate``: run it in Linux namespaces (None: where the machine allows, see
+    :func:`lowprec.grading._driver.namespaces_available`); ``require``: fail the run
+    ("error") rather than fall back to the weaker protection."""
     path = Path(path)
     student = student or path.stem
     try:
@@ -340,16 +301,20 @@ def grade_submission(path: str | Path, exercises: list[Exercise], *, student: st
         results = [_grade_exercise(e, None, None, str(exc)) for e in exercises]
         return SubmissionResult(student, str(path), results, "unreadable", str(exc),
                                 variant=variant)
-    records, status, note, seconds = _run(cells, exercises, timeout, memory_mb)
+    records, status, note, seconds, output, sandbox = _run(cells, exercises, timeout,
+                                                            memory_mb, isolate, require)
     snaps = {r["exercise"]: r for r in records if "exercise" in r}
     errors = [r for r in records if "error" in r]
     first_error = errors[0]["error"] if errors else None
     if status == "ok" and not any(r.get("done") for r in records):
         status = "crashed"
+    if status == "error":  # a forged or failed run: nothing it recorded counts
+        snaps, first_error = {}, None
     end = snaps.get("__end__")
     results = [_grade_exercise(e, snaps.get(e.label, end), first_error, note)
                for e in exercises]
     if status == "ok" and errors and all(r["error"].startswith("SyntaxError")
                                          for r in errors) and len(cells) == 1:
         note = f"not valid Python: {first_error}"
-    return SubmissionResult(student, str(path), results, status, note, seconds, variant)
+    return SubmissionResult(student, str(path), results, status, note, seconds, variant,
+                            output=output, sandbox=sandbox)

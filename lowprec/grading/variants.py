@@ -84,6 +84,12 @@ def read_roster(path: str | Path) -> list[str]:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
         raise ValueError(f"--roster {str(path)!r}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[:exc.start].count(b"\n") + 1
+        raise ValueError(
+            f"--roster {str(path)!r} is not UTF-8 text (byte {exc.object[exc.start]:#04x} on "
+            f"line {line}); save it as 'CSV UTF-8' in your spreadsheet, or convert it: "
+            f"iconv -f latin1 -t utf-8 {path.name} > roster-utf8.csv") from None
     rows = [r for r in csv.reader(text.splitlines()) if any(c.strip() for c in r)]
     if not rows:
         raise ValueError(f"--roster {str(path)!r} is empty; give a CSV with a column 'id'")
