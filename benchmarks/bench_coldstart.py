@@ -1,0 +1,145 @@
+"""The first call, cold: each of issue #39's targets against its limit.
+
+Every measurement is a fresh Python process whose NUMBA_CACHE_DIR is an empty
+temporary folder (numba has compiled nothing yet), so what a newcomer meets on
+a first run is what is timed:
+
+* the first ``round_to``, ``encode`` (float32 and float64 input) and ``decode``
+  of every registered format in every mode: one process per mode, the
+  formats in turn; the worst call of each mode is reported (limit 1 s), and
+  ``import lowprec`` on its own line;
+* ``lowprec explain 0.1``, ``lowprec info fp8_e4m3``, ``lowprec explore``
+  (writing its page): the whole command, Python's start included (limit 1 s);
+* ``lowprec demo`` (``--demo``; limit 20 s with the install, which
+  ``--install`` adds: ``pip install --no-deps`` of this checkout into a fresh
+  virtual environment that sees this one's packages).
+
+It also runs the first step again with the cache the background compiles
+filled ("warm"). Timings on a machine shared with other work vary; run it a
+few times and read the worst line. Usage:
+
+    python benchmarks/bench_coldstart.py [--demo] [--install] [--modes rne,rtz]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np
+import lowprec as lp
+out = {"import": time.perf_counter() - t0}
+mode = sys.argv[1]
+x = np.linspace(-600, 600, 10001, dtype=np.float32)
+worst = {}
+for fmt in lp.list_formats():
+    kw = {"rng": 0} if mode == "stochastic" else {}
+    for verb, fn in (("round_to", lambda: lp.round_to(x, fmt, mode, **kw)),
+                     ("encode f32", lambda: lp.encode(x, fmt, mode, saturate=True, **kw)),
+                     ("encode f64", lambda: lp.encode(x.astype(np.float64), fmt, mode,
+                                                     saturate=True, **kw)),
+                     ("decode", lambda: lp.decode(np.arange(min(1 << fmt.width, 1 << 16)),
+                                                  fmt))):
+        t = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t
+        if dt > worst.get(verb, (0, ""))[0]:
+            worst[verb] = (dt, fmt.name)
+out["worst"] = worst
+out["total"] = time.perf_counter() - t0
+if len(sys.argv) > 2:  # wait for the background compiles (the warm run needs them)
+    from lowprec._kernels import route
+    route.wait()
+print(json.dumps(out))
+"""
+
+
+def _env(cache: str, checkout: bool = True) -> dict[str, str]:
+    """An environment with an empty numba cache (and this checkout's lowprec first)."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+    if checkout:
+        env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if "PYTHONPATH" in env
+                                         else "")
+    else:  # the installed copy
+        env.pop("PYTHONPATH", None)
+    env.pop("LOWPREC_COLD", None)
+    return env
+
+
+def _row(what: str, seconds: float, limit: float) -> None:
+    verdict = "ok" if seconds <= limit else "OVER"
+    print(f"{what:<58} {seconds:7.2f} s   limit {limit:5.1f} s   {verdict}", flush=True)
+
+
+def first_calls(modes: list[str]) -> None:
+    print("first round_to/encode/decode of every format, a fresh process per mode, empty cache")
+    for mode in modes:
+        with tempfile.TemporaryDirectory() as cache:
+            res = subprocess.run([sys.executable, "-c", CHILD, mode, "wait"], env=_env(cache),
+                                 capture_output=True, text=True, check=True, timeout=1800)
+            cold = json.loads(res.stdout.strip().splitlines()[-1])
+            res = subprocess.run([sys.executable, "-c", CHILD, mode], env=_env(cache),
+                                 capture_output=True, text=True, check=True, timeout=1800)
+            warm = json.loads(res.stdout.strip().splitlines()[-1])
+        _row(f"{mode}: import lowprec (cold)", cold["import"], 1.0)
+        for verb, (seconds, fmt) in cold["worst"].items():
+            _row(f"{mode}: worst first {verb} ({fmt})", seconds, 1.0)
+        _row(f"{mode}: all {len(cold['worst'])} verbs x 15 formats, import included",
+             cold["total"], 60.0)
+        _row(f"{mode}: the same, warm cache (after the background compiles)",
+             warm["total"], 60.0)
+
+
+def command(args: list[str], limit: float, cwd: str, python: str = sys.executable) -> float:
+    with tempfile.TemporaryDirectory() as cache:
+        t = time.perf_counter()
+        subprocess.run([python, "-m", "lowprec", *args], env=_env(cache, python == sys.executable),
+                       cwd=cwd,
+                       capture_output=True, text=True, check=True, timeout=1800)
+        seconds = time.perf_counter() - t
+    _row("lowprec " + " ".join(args), seconds, limit)
+    return seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--modes", default="rne,rna,rtz,rup,rdown,odd,stochastic")
+    ap.add_argument("--demo", action="store_true", help="time lowprec demo too")
+    ap.add_argument("--install", action="store_true", help="and pip install . before it")
+    opts = ap.parse_args()
+    print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
+    first_calls(opts.modes.split(","))
+    with tempfile.TemporaryDirectory() as work:
+        command(["explain", "0.1", "-f", "fp8_e4m3"], 1.0, work)
+        command(["info", "fp8_e4m3"], 1.0, work)
+        command(["explore", "--out", str(Path(work) / "page.html")], 1.0, work)
+        if opts.demo or opts.install:
+            python, spent = sys.executable, 0.0
+            if opts.install:
+                t = time.perf_counter()
+                venv = Path(work) / "venv"
+                subprocess.run([sys.executable, "-m", "venv", "--system-site-packages",
+                                str(venv)], check=True)
+                python = str(venv / "bin" / "python")
+                subprocess.run([python, "-m", "pip", "install", "-q", "--no-deps",
+                                "--no-build-isolation", str(ROOT)], check=True)
+                spent = time.perf_counter() - t
+                _row("pip install . (a fresh venv, no dependencies fetched)", spent, 20.0)
+            demo = command(["demo", "--out", str(Path(work) / "demo")], 20.0, work, python)
+            _row("install and demo", spent + demo, 20.0)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end (measured on a shared machine)")
+
+
+if __name__ == "__main__":
+    main()
