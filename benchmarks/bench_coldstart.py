@@ -14,11 +14,17 @@ a first run is what is timed:
   ``--install`` adds: ``pip install --no-deps`` of this checkout into a fresh
   virtual environment that sees this one's packages).
 
-It also runs the first step again with the cache the background compiles
-filled ("warm"). Timings on a machine shared with other work vary; run it a
+The cold processes run with ``LOWPREC_COLD=numpy`` (served by the numpy
+engine, no background compile left running into a deleted cache folder);
+``--warm`` runs them with the default instead (background compiles), waits
+for those, and runs the first step again with the cache they filled. Timings on a machine shared with other work vary; run it a
 few times and read the worst line. Usage:
 
-    python benchmarks/bench_coldstart.py [--demo] [--install] [--modes rne,rtz]
+    python benchmarks/bench_coldstart.py [--demo] [--install] [--modes rne,rtz] [--warm] [--options]
+
+``--options`` first times the designs docs/kernels.md compares (the
+specialised kernels, one generic kernel, the numpy engine), compiling in
+place.
 """
 
 from __future__ import annotations
@@ -65,6 +71,45 @@ print(json.dumps(out))
 """
 
 
+OPTIONS = r"""
+import json, time
+import numpy as np
+import lowprec
+from lowprec._kernels import convert, engine, vec
+from lowprec._kernels.params import RNE, RTZ, format_params
+f = lowprec.get_format("fp8_e4m3")
+P = format_params(f)
+b = (np.random.default_rng(0).standard_normal(10**6).astype(np.float32) * 100).view(np.uint32)
+codes = np.empty(b.shape, np.uint8)
+no = np.empty(0, np.uint64)
+out = {}
+def timed(name, fn):
+    t = time.perf_counter(); fn(); out[name] = time.perf_counter() - t
+gen = lambda m, n: engine.encode_kernel(P, b[:n], False, m, False, False, no, codes[:n],
+                                        np.empty(0, np.uint8), False)
+def by_numpy(m, n):
+    for a in range(0, n, vec.CHUNK):
+        vec.convert(P, b[a:min(a + vec.CHUNK, n)], m, False, False)
+for name, fn in (("specialised", lambda m, n: convert.to_codes(f, b[:n], m, codes[:n])),
+                 ("generic", gen), ("numpy", by_numpy)):
+    timed(name + " first", lambda: fn(RNE, 10))
+    timed(name + " next mode", lambda: fn(RTZ, 10))
+    timed(name + " 1e6 warm", lambda: fn(RNE, b.shape[0]))
+print(json.dumps(out))
+"""
+
+
+def options() -> None:
+    """The designs' cold and warm costs (docs/kernels.md's table), compiled in place."""
+    print("options: first call (cold), next mode (cold), 10^6 values (warm); fp8_e4m3 codes")
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(_env(cache), LOWPREC_COLD="compile")
+        res = subprocess.run([sys.executable, "-c", OPTIONS], env=env, capture_output=True,
+                             text=True, check=True, timeout=3600)
+    for name, seconds in json.loads(res.stdout.strip().splitlines()[-1]).items():
+        print(f"  {name:<30} {seconds:9.4f} s", flush=True)
+
+
 def _env(cache: str, checkout: bool = True) -> dict[str, str]:
     """An environment with an empty numba cache (and this checkout's lowprec first)."""
     env = dict(os.environ, NUMBA_CACHE_DIR=cache)
@@ -82,30 +127,34 @@ def _row(what: str, seconds: float, limit: float) -> None:
     print(f"{what:<58} {seconds:7.2f} s   limit {limit:5.1f} s   {verdict}", flush=True)
 
 
-def first_calls(modes: list[str]) -> None:
+def first_calls(modes: list[str], warm: bool) -> None:
     print("first round_to/encode/decode of every format, a fresh process per mode, empty cache")
     for mode in modes:
         with tempfile.TemporaryDirectory() as cache:
-            res = subprocess.run([sys.executable, "-c", CHILD, mode, "wait"], env=_env(cache),
-                                 capture_output=True, text=True, check=True, timeout=1800)
+            args = [sys.executable, "-c", CHILD, mode] + (["wait"] if warm else [])
+            env = _env(cache) if warm else dict(_env(cache), LOWPREC_COLD="numpy")
+            res = subprocess.run(args, env=env, capture_output=True, text=True, check=True,
+                                 timeout=3600)
             cold = json.loads(res.stdout.strip().splitlines()[-1])
-            res = subprocess.run([sys.executable, "-c", CHILD, mode], env=_env(cache),
-                                 capture_output=True, text=True, check=True, timeout=1800)
-            warm = json.loads(res.stdout.strip().splitlines()[-1])
+            if warm:
+                res = subprocess.run([sys.executable, "-c", CHILD, mode], env=_env(cache),
+                                     capture_output=True, text=True, check=True, timeout=1800)
+                again = json.loads(res.stdout.strip().splitlines()[-1])
         _row(f"{mode}: import lowprec (cold)", cold["import"], 1.0)
         for verb, (seconds, fmt) in cold["worst"].items():
             _row(f"{mode}: worst first {verb} ({fmt})", seconds, 1.0)
-        _row(f"{mode}: all {len(cold['worst'])} verbs x 15 formats, import included",
-             cold["total"], 60.0)
-        _row(f"{mode}: the same, warm cache (after the background compiles)",
-             warm["total"], 60.0)
+        _row(f"{mode}: {len(cold['worst'])} verbs x 15 formats, import included", cold["total"],
+             60.0)
+        if warm:
+            _row(f"{mode}: the same, the cache filled by the background compiles",
+                 again["total"], 60.0)
 
 
 def command(args: list[str], limit: float, cwd: str, python: str = sys.executable) -> float:
     with tempfile.TemporaryDirectory() as cache:
         t = time.perf_counter()
-        subprocess.run([python, "-m", "lowprec", *args], env=_env(cache, python == sys.executable),
-                       cwd=cwd,
+        env = dict(_env(cache, python == sys.executable), LOWPREC_COLD="numpy")
+        subprocess.run([python, "-m", "lowprec", *args], env=env, cwd=cwd,
                        capture_output=True, text=True, check=True, timeout=1800)
         seconds = time.perf_counter() - t
     _row("lowprec " + " ".join(args), seconds, limit)
@@ -117,9 +166,15 @@ def main() -> None:
     ap.add_argument("--modes", default="rne,rna,rtz,rup,rdown,odd,stochastic")
     ap.add_argument("--demo", action="store_true", help="time lowprec demo too")
     ap.add_argument("--install", action="store_true", help="and pip install . before it")
+    ap.add_argument("--warm", action="store_true",
+                    help="wait for the background compiles, then time a warm process too")
+    ap.add_argument("--options", action="store_true",
+                    help="also time the designs compared in docs/kernels.md (minutes)")
     opts = ap.parse_args()
     print(f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the start")
-    first_calls(opts.modes.split(","))
+    if opts.options:
+        options()
+    first_calls(opts.modes.split(","), opts.warm)
     with tempfile.TemporaryDirectory() as work:
         command(["explain", "0.1", "-f", "fp8_e4m3"], 1.0, work)
         command(["info", "fp8_e4m3"], 1.0, work)

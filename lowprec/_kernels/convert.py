@@ -34,7 +34,7 @@ from numba import njit
 
 from . import odd64
 from .engine import encode_kernel, round_kernel
-from .fast import fast_kernel, vec32_kernel
+from .fast import VEC32_KERNELS, fast_kernel, vec32_fixup, vec32_kernel
 from .params import INVALID_NAN, MODE_INT, STOCHASTIC, FormatParams, format_params
 from .route import Cold, call, fast_path, kernel_for, kind, ready
 from .sr import SR_BLOCK, sr_fill
@@ -88,7 +88,7 @@ def to_codes(fmt: Any, xbits: np.ndarray, mode: int, codes: np.ndarray, *,
     if how == "bits32":
         return _bits32(fmt, xbits, mode, codes, saturate, ftz, seeds, True, auto)
     if how == "vec32":
-        return vec32_kernel(P, xbits, mode, saturate, seeds, np.empty(0, np.int32), codes, 1)
+        return _vec32(auto, P, xbits, mode, saturate, seeds, np.empty(0, np.int32), codes, 1)
     no_bits = np.empty(0, xbits.dtype)
     no_vals = np.empty(0, np.float64 if is64 else np.float32)
     want_flags = flags is not None
@@ -119,8 +119,8 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
     if how == "bits32":
         return _bits32(fmt, xbits, mode, out, saturate, ftz, seeds, False, auto)
     if how == "vec32":
-        return vec32_kernel(P, xbits, mode, saturate, seeds, out.view(np.int32),
-                            np.empty(0, fmt.code_dtype), 0)
+        return _vec32(auto, P, xbits, mode, saturate, seeds, out.view(np.int32),
+                      np.empty(0, fmt.code_dtype), 0)
     no_codes = np.empty(0, fmt.code_dtype)
     no_flags = np.empty(0, np.uint8)
     if mode == STOCHASTIC:
@@ -133,6 +133,20 @@ def to_values(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, *,
         return call(auto, fast_kernel, P, xbits, is64, mode, saturate, ftz, _NO_WORDS,
                     out.view(xbits.dtype), out, no_codes, 0)
     return call(auto, round_kernel, P, xbits, is64, mode, saturate, ftz, _NO_WORDS, out)
+
+
+def _vec32(auto: bool, P: Any, xbits: np.ndarray, mode: int, saturate: bool,
+           seeds: np.ndarray, out_bits: np.ndarray, codes: np.ndarray, want_codes: int
+           ) -> tuple[int, int]:
+    """fast.vec32_kernel, whose two passes are compiled (or, with ``auto``,
+    both asked for and :class:`.route.Cold` raised) before either runs."""
+    if auto:
+        todo = np.empty(0, np.int64)
+        first = ready(VEC32_KERNELS[mode], (P, xbits, seeds, out_bits, codes, want_codes, todo))
+        if not (ready(vec32_fixup, (P, xbits, mode, saturate, seeds, out_bits, codes,
+                                    want_codes, todo)) and first):
+            raise Cold("vec32")
+    return vec32_kernel(P, xbits, mode, saturate, seeds, out_bits, codes, want_codes)
 
 
 def _bits32(fmt: Any, xbits: np.ndarray, mode: int, out: np.ndarray, saturate: bool,

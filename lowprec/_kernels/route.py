@@ -22,7 +22,8 @@ numba's cache is not compiled here: :func:`call` raises :class:`Cold`, the
 verb serves the call with :mod:`.vec` (the same bits), and a background
 process compiles the kernel into numba's cache (:func:`main`), from which a
 later call loads it in milliseconds. ``LOWPREC_COLD=compile`` in the
-environment restores compiling in place; ``docs/kernels.md`` has the
+environment restores compiling in place, ``LOWPREC_COLD=numpy`` serves such
+calls with :mod:`.vec` and compiles nothing; ``docs/kernels.md`` has the
 measurements behind the choice.
 """
 
@@ -163,9 +164,13 @@ _WORKER: list[threading.Thread] = []
 
 
 def _policy() -> str:
-    """``"numpy"`` (serve cold calls with :mod:`.vec`, compile in the
-    background) or ``"compile"`` (numba compiles in place), from LOWPREC_COLD."""
-    return "compile" if os.environ.get("LOWPREC_COLD", "").strip() == "compile" else "numpy"
+    """What a call whose kernel is not compiled does, from LOWPREC_COLD:
+    ``"background"`` (the default: served by :mod:`.vec` while the kernel is
+    loaded or compiled in the background), ``"numpy"`` (served by :mod:`.vec`,
+    nothing compiled: every call of a kernel not yet compiled in this
+    process) or ``"compile"`` (numba compiles in place, as before)."""
+    found = os.environ.get("LOWPREC_COLD", "").strip()
+    return found if found in ("compile", "numpy") else "background"
 
 
 def _dispatcher(kernel: Any) -> Any:
@@ -197,6 +202,8 @@ def ready(kernel: Any, args: tuple) -> bool:
     except Exception:  # noqa: BLE001 (an unknown numba: compile in place, as always)
         _READY[key] = True
         return True
+    if _policy() == "numpy":
+        return False
     _READY[key] = False
     _QUEUE.put((key, disp, name, sig))
     if not _WORKER or not _WORKER[0].is_alive():
