@@ -161,6 +161,7 @@ class Cold(Exception):
 _READY: dict[tuple[int, tuple], bool] = {}
 _QUEUE: queue.Queue = queue.Queue()
 _WORKER: list[threading.Thread] = []
+_EARLY: list[subprocess.Popen] = []  # the compile process started by a call, if any
 
 
 def _policy() -> str:
@@ -205,7 +206,15 @@ def ready(kernel: Any, args: tuple) -> bool:
     if _policy() == "numpy":
         return False
     _READY[key] = False
-    _QUEUE.put((key, disp, name, sig))
+    # No index file: not in the cache, so the compile starts now (a short
+    # program ends before the thread's load would find out, and its next run
+    # would be as cold).
+    # One such process at a time; the worker thread compiles the others.
+    started = None
+    if not (_EARLY and _EARLY[0].poll() is None) and not _maybe_cached(disp):
+        started = _compile_elsewhere([(name, sig)])
+        _EARLY[:] = [started] if started is not None else []
+    _QUEUE.put((key, disp, name, sig, started))
     if not _WORKER or not _WORKER[0].is_alive():
         _WORKER[:] = [threading.Thread(target=_work, name="lowprec-kernels", daemon=True)]
         _WORKER[0].start()
@@ -225,8 +234,9 @@ def _work() -> None:
         while not _QUEUE.empty():
             items.append(_QUEUE.get())
         missing = []
-        for item in items:
-            key, disp, name, sig = item
+        for key, disp, name, sig, started in items:
+            if started is not None:
+                started.wait()
             try:
                 loaded = _load(disp, sig)
             except Exception:  # noqa: BLE001
@@ -234,9 +244,11 @@ def _work() -> None:
             if loaded:
                 _READY[key] = True
             else:
-                missing.append(item)
+                missing.append((key, disp, name, sig))
         if missing:
-            _compile_elsewhere([(name, sig) for _, _, name, sig in missing])
+            done = _compile_elsewhere([(name, sig) for _, _, name, sig in missing])
+            if done is not None:
+                done.wait()
             for key, disp, _, sig in missing:
                 try:
                     _load(disp, sig)
@@ -328,21 +340,31 @@ def kernel_name(kernel: Any) -> str:
     return str(_names()[0].get(id(kernel)) or getattr(kernel, "__name__", repr(kernel)))
 
 
-def _compile_elsewhere(items: list[tuple[str, Any]]) -> None:
-    """Compile the kernels ``items`` (name, signature) into numba's cache in a
-    process of their own (the compiler holds the GIL for seconds; this process
-    serves calls meanwhile). The process is left to finish if this one ends."""
+def _maybe_cached(disp: Any) -> bool:
+    """False where numba's cache has no index file for ``disp`` (then no
+    signature of it is cached); True where it may have the one asked for."""
+    try:
+        return os.path.exists(disp._cache._cache_file._index_path)  # noqa: SLF001
+    except Exception:  # noqa: BLE001 (another numba)
+        return True
+
+
+def _compile_elsewhere(items: list[tuple[str, Any]]) -> subprocess.Popen | None:
+    """Start compiling the kernels ``items`` (name, signature) into numba's cache
+    in a process of their own (the compiler holds the GIL for seconds; this
+    process serves calls meanwhile), left to finish if this one ends first;
+    None where no process could start (the kernels then compile in place)."""
     payload = base64.b64encode(pickle.dumps(items)).decode()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     path = os.environ.get("PYTHONPATH")
     env = dict(os.environ, LOWPREC_COLD="compile",
                PYTHONPATH=root + (os.pathsep + path if path else ""))
     try:
-        subprocess.run([sys.executable, "-m", "lowprec._kernels.route", payload], env=env,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, start_new_session=True, check=False)
+        return subprocess.Popen([sys.executable, "-m", "lowprec._kernels.route", payload],
+                                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
-        pass  # no process to start: compiled in place
+        return None
 
 
 def main(argv: list[str]) -> int:
