@@ -145,6 +145,8 @@ def _check_out(out: Any, shape: tuple, dtype: Any, what: str) -> np.ndarray:
     return out
 
 
+#: The conversions (format, mode, options, dtypes) _convert has run compiled.
+_WARM: set[tuple] = set()
 _NO_SEEDS = np.empty(0, dtype=np.uint64)
 _NO_X = np.empty(0, dtype=np.float32)
 _NO_FLAGS = np.empty(0, dtype=np.uint8)
@@ -187,8 +189,11 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
     out_flat = out.reshape(-1)
     flags_flat = flags.reshape(-1)
     bits = x_flat.view(np.uint64 if x_flat.dtype == np.float64 else np.uint32)
-    path = "auto"  # the fast twin (the reference for flags), or route.Cold
     ftz = not subnormals
+    # A conversion that ran compiled before runs so again, unasked; a new one
+    # asks the router first ("auto": route.Cold where its kernel is not compiled).
+    warm = (fmt, m, bool(saturate), ftz, to_codes, want_flags, bits.dtype, out_flat.dtype)
+    path = ("reference" if want_flags else "fast") if warm in _WARM else "auto"
     # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements, drawn
     # from the Generator in order; the kernels make each element's word from
     # its block's seed and its index in the block (see sr.sr_word). Results
@@ -207,11 +212,14 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
         return convert.to_values(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=s, path=path)
 
     try:
-        run(0, 0)  # route.Cold where the kernel is not compiled yet
+        if path == "auto":
+            run(0, 0)  # route.Cold where the kernel is not compiled yet
     except route.Cold:
         _by_numpy(fmt, x_flat, bits, m, saturate, ftz, seeds if stochastic else None, to_codes,
                   out_flat, flags_flat if want_flags else None)
     else:
+        if len(_WARM) < 4096:
+            _WARM.add(warm)
         for start, (bad, status) in _run_split(run, bits.shape[0], block):
             if bad >= 0:
                 _raise_status(x_flat, start + bad, status, fmt)
