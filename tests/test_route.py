@@ -263,3 +263,24 @@ def test_a_cold_first_call_is_served_without_compiling(tmp_path: Path) -> None:
     assert (int(compiled), int(asked)) == (0, 3)  # bits32 to values, odd64 and bits32 to codes
     assert ready == same == decoded == "True"
     assert float(first) < 5.0  # (numba would take several seconds a kernel; the target is 1 s)
+
+
+def test_the_twins_special_codes_are_the_compiled_engines() -> None:
+    # The twins' parameters hold the codes of infinity, NaN and overflow, asked
+    # of vec (nothing compiled); the compiled engine gives the same ones.
+    from lowprec._kernels import bits32
+
+    for fmt in list_formats():
+        P = format_params(fmt)
+        for mode, saturate, ftz in itertools.product(range(7), (False, True), (False, True)):
+            got = bits32.special_codes(fmt, mode, saturate, ftz)
+            for name, pos_bits in (("inf", 0x7F800000), ("nan", 0x7FC00000)):
+                for sign in (1, -1):
+                    bits = pos_bits | (0x80000000 if sign < 0 else 0)
+                    code, _, status = engine.convert_one(P, bits, False, mode, saturate, ftz,
+                                                         np.uint64(0))
+                    if fmt.signed or name != "nan":
+                        assert got[name, sign] == (code if status == 0 else 0), (fmt.name, name)
+            for sign in (1, -1):
+                want = engine._overflow(P, sign < 0, mode, saturate)[0]
+                assert got["ovf", sign] == want, (fmt.name, mode, saturate)
