@@ -192,7 +192,7 @@ def ready(kernel: Any, args: tuple) -> bool:
     disp = _dispatcher(kernel)
     key = (id(disp), tuple(map(_type_key, args)))
     state = _READY.get(key)
-    if state is not None:
+    if state is not None and (state or _policy() != "compile"):
         return state
     try:
         sig = tuple(disp.typeof_pyval(a) for a in args)
