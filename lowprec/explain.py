@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import engine, params, sr
+from ._kernels import params, vec
 from ._runtime import _get_rng
 from .formats import FloatFormat, get_format
 from .rounding import check_mode, decode, encode
@@ -211,7 +211,8 @@ def _exact(value: Any) -> Fraction | float:
 
 def _round_exact(x: Fraction, fmt: FloatFormat, mode: int, saturate: bool,
                  word: int) -> tuple[int, int]:
-    """Code and flags of the exact non-zero rational ``x``, by the engine's round_pack.
+    """Code and flags of the exact non-zero rational ``x``, by the engine's round_pack
+    (its numpy transcription ``_kernels.vec``, held bit-equal to it: nothing to compile).
 
     ``|x| = sig * 2**lsb (+ sticky)`` with a 62-bit ``sig``: far more bits than
     any format keeps, and the sticky bit records any remainder, so the
@@ -223,9 +224,10 @@ def _round_exact(x: Fraction, fmt: FloatFormat, mode: int, saturate: bool,
         sig, rem = divmod(p << -lsb, q)
     else:
         sig, rem = divmod(p, q << lsb)
-    code, flags, status = engine.round_pack(
-        params.format_params(fmt), x < 0, np.int64(sig), lsb, rem != 0, mode, saturate,
-        False, np.uint64(word))
+    code, flags, status = (int(v[0]) for v in vec.round_pack(
+        params.format_params(fmt), np.array([x < 0]), np.array([sig], np.int64),
+        np.array([lsb], np.int64), mode, saturate, False, np.array([word], np.uint64),
+        np.array([rem != 0], np.int64)))
     if status:
         raise ValueError(f"{float(x)!r} is negative, but {fmt.name} is unsigned and has no NaN")
     return int(code), int(flags)
@@ -288,7 +290,7 @@ def explain(
     word = 0
     if mode == "stochastic":
         seed = _get_rng(rng).bit_generator.random_raw(1)[0]
-        word = int(sr.sr_word(np.uint64(seed), 0))
+        word = int(vec.sr_words(np.array([seed], np.uint64), 0, 1)[0])
     if isinstance(x, float) or x == 0:  # nan, ±inf, ±0: the float path of encode
         c, f = encode(np.float64(x), fmt, mode, saturate=saturate, flags=True,
                       rng=rng if mode == "stochastic" else None)

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import bits32, convert, engine, params, sr
+from ._kernels import convert, params, route, sr, vec
 from ._names import did_you_mean
 from ._runtime import _SPLIT_MIN, _as_float_array, _get_rng, _random_words, _run_split
 from .formats import FloatFormat, get_format
@@ -77,10 +77,13 @@ def _small_kernel(fmt: FloatFormat | str, mode: str, saturate: bool, subnormals:
     does not apply (stochastic rounding, fp32)."""
     f = get_format(fmt)
     m = params.MODE_INT[check_mode(mode)]
-    if m == params.STOCHASTIC or not bits32.supports(f):
+    if m == params.STOCHASTIC or route.fast_path(f, False, True, not subnormals) != "bits32":
         return None
-    kernel, q = convert.kernel_for(f, m, bool(saturate), not subnormals, to_codes)
-    return kernel, q, (f.code_dtype if to_codes else np.dtype(np.float32))
+    kernel, q = route.kernel_for(f, m, bool(saturate), not subnormals, to_codes)
+    dtype = f.code_dtype if to_codes else np.dtype(np.float32)
+    if not route.ready(kernel, (q, _NO_X, _NO_SEEDS, np.empty(0, dtype))):
+        return None  # not compiled yet: _convert serves it (and says when it is)
+    return kernel, q, dtype
 
 
 def _small(x: Any, fmt: Any, mode: str, saturate: bool, subnormals: bool,
@@ -121,6 +124,8 @@ def _small_found(fmt: Any, mode: Any, saturate: Any, subnormals: Any,
         found = _small_kernel(fmt, mode, saturate, subnormals, to_codes)
     except (ValueError, KeyError, TypeError):
         return None  # _convert raises the proper error
+    if found is None and mode != "stochastic":
+        return None  # maybe a kernel still compiling: ask again next time
     if len(_SMALL) < 512:
         _SMALL[fmt, mode, saturate, subnormals, to_codes] = found
     return found
@@ -140,7 +145,10 @@ def _check_out(out: Any, shape: tuple, dtype: Any, what: str) -> np.ndarray:
     return out
 
 
+#: The conversions (format, mode, options, dtypes) _convert has run compiled.
+_WARM: set[tuple] = set()
 _NO_SEEDS = np.empty(0, dtype=np.uint64)
+_NO_X = np.empty(0, dtype=np.float32)
 _NO_FLAGS = np.empty(0, dtype=np.uint8)
 
 
@@ -181,8 +189,11 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
     out_flat = out.reshape(-1)
     flags_flat = flags.reshape(-1)
     bits = x_flat.view(np.uint64 if x_flat.dtype == np.float64 else np.uint32)
-    path = "reference" if want_flags else "fast"
     ftz = not subnormals
+    # A conversion that ran compiled before runs so again, unasked; a new one
+    # asks the router first ("auto": route.Cold where its kernel is not compiled).
+    warm = (fmt, m, bool(saturate), ftz, to_codes, want_flags, bits.dtype, out_flat.dtype)
+    path = ("reference" if want_flags else "fast") if warm in _WARM else "auto"
     # Stochastic rounding: one 64-bit seed per block of SR_BLOCK elements, drawn
     # from the Generator in order; the kernels make each element's word from
     # its block's seed and its index in the block (see sr.sr_word). Results
@@ -200,9 +211,18 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
                                     flags=fl, path=path)
         return convert.to_values(fmt, xb, m, o, saturate=saturate, ftz=ftz, seeds=s, path=path)
 
-    for start, (bad, status) in _run_split(run, bits.shape[0], block):
-        if bad >= 0:
-            _raise_status(x_flat, start + bad, status, fmt)
+    try:
+        if path == "auto":
+            run(0, 0)  # route.Cold where the kernel is not compiled yet
+    except route.Cold:
+        _by_numpy(fmt, x_flat, bits, m, saturate, ftz, seeds if stochastic else None, to_codes,
+                  out_flat, flags_flat if want_flags else None)
+    else:
+        if len(_WARM) < 4096:
+            _WARM.add(warm)
+        for start, (bad, status) in _run_split(run, bits.shape[0], block):
+            if bad >= 0:
+                _raise_status(x_flat, start + bad, status, fmt)
     if result is not None:
         if result is not out:
             np.copyto(result, out)
@@ -210,6 +230,27 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
     if scalar:
         return (out[()], flags[()]) if want_flags else out[()]
     return (out, flags) if want_flags else out
+
+
+def _by_numpy(fmt: FloatFormat, x_flat: np.ndarray, bits: np.ndarray, m: int, saturate: bool,
+              ftz: bool, seeds: np.ndarray | None, to_codes: bool, out_flat: np.ndarray,
+              flags_flat: np.ndarray | None) -> None:
+    """_convert's work by the reference engine in numpy (``_kernels.vec``), a
+    piece at a time: the first calls, while numba compiles the kernel."""
+    P = params.format_params(fmt)
+    for a in range(0, bits.shape[0], vec.CHUNK):
+        b = min(a + vec.CHUNK, bits.shape[0])
+        rnd = None if seeds is None else vec.sr_words(seeds, a, b - a)
+        codes, flags, status = vec.convert(P, bits[a:b], m, saturate, ftz, rnd)
+        if status.any():
+            bad = int(np.flatnonzero(status)[0])
+            _raise_status(x_flat, a + bad, int(status[bad]), fmt)
+        if to_codes:
+            out_flat[a:b] = codes
+        else:
+            out_flat[a:b] = vec.decode(P, codes)
+        if flags_flat is not None:
+            flags_flat[a:b] = flags
 
 
 def round_to(
@@ -353,9 +394,7 @@ def decode(codes: Any, fmt: FloatFormat | str) -> Any:
         out = table.take(arr) if arr.size else np.empty(arr.shape)  # take: 2x faster
     else:
         flat = np.ascontiguousarray(arr.reshape(-1)).astype(np.uint32, copy=False)
-        out = np.empty(flat.shape, dtype=np.float64)
-        engine.decode_kernel(params.format_params(fmt), flat, out)
-        out = out.reshape(arr.shape)
+        out = route.decode(params.format_params(fmt), flat).reshape(arr.shape)
     return out[()] if scalar else out
 
 
@@ -366,9 +405,7 @@ def _decode_table(fmt: FloatFormat) -> np.ndarray:
     """All values of a format of at most 16 bits, indexed by code (cached)."""
     table = _TABLES.get(fmt)
     if table is None:
-        codes = np.arange(1 << fmt.width, dtype=np.uint32)
-        table = np.empty(codes.shape, dtype=np.float64)
-        engine.decode_kernel(params.format_params(fmt), codes, table)
+        table = vec.decode(params.format_params(fmt), np.arange(1 << fmt.width))
         table.setflags(write=False)
         _TABLES[fmt] = table
     return table

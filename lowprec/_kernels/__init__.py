@@ -1,9 +1,18 @@
-"""The private heart of lowprec: the numba kernels every public verb calls.
+"""The private heart of lowprec: the kernels every public verb calls.
 
-``engine`` is the scalar reference rounding engine (``round_pack``), ``arith``
-the exact integer arithmetic that ends in it, ``matmul`` the accumulation
-kernels, ``bits32`` the branch-free float32 fast path of ``round_to`` and
-``encode`` (held bit-equal to ``round_pack``). Nothing here is public API.
+Three roles (``docs/kernels.md``):
+
+* the readable reference: ``engine`` (``round_pack``, ``convert_one``,
+  ``decode_one``: compiled scalar kernels) and ``vec``, the same engine in
+  numpy, which needs no compiler and serves first calls;
+* the fast twins, each held bit-equal to the reference by the tests:
+  ``bits32_direct`` (with ``direct_params``, ``direct_round``), ``pow2``,
+  ``bits32``, ``odd64``, ``fast``, the arithmetic (``arith``, ``arith32``,
+  ``arith_fast``), block and matmul kernels;
+* the router, ``route``: which kernel serves a conversion, and whether it is
+  compiled yet (``convert`` holds the conversion entry points it routes).
+
+Nothing here is public API.
 """
 
 from . import _cache

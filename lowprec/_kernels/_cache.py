@@ -18,9 +18,9 @@ A cached kernel is reused while its source stamp matches. numba's stamp is the
 hash of the kernel's own file, but a kernel holds compiled copies of what it
 calls and inlines from other files (``pow2``'s kernels run ``bits32_direct``'s
 loop, ``arith32``'s its rounding), and this cache outlives an upgrade. So the
-stamp here is also the hash of every source file of :mod:`lowprec._kernels`
-(:func:`sources_stamp`): a change to any of them compiles every kernel afresh,
-never a stale copy.
+stamp here is also the hash of every source file of :mod:`lowprec._kernels`,
+sub-folders included (:func:`sources_stamp`): a change to any of them
+compiles every kernel afresh, never a stale copy.
 """
 
 from __future__ import annotations
@@ -53,18 +53,30 @@ def cache_dir() -> str:
 
 @functools.cache
 def sources_stamp(folder: str = _KERNELS_DIR) -> str:
-    """The SHA-256 of the names and contents of the ``.py`` files in ``folder``
-    (lowprec's kernels by default; once per process).
+    """The SHA-256 of the relative paths and contents of the ``.py`` files under
+    ``folder``, sub-folders included (lowprec's kernels by default; once per
+    process). A kernel moved into a sub-folder, or a sub-folder's file changed,
+    changes the stamp like any other source; ``__pycache__`` is not a source.
 
     >>> len(sources_stamp())
     64
     """
     digest = hashlib.sha256()
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".py"):
-            with open(os.path.join(folder, name), "rb") as f:
-                digest.update(name.encode() + b"\0" + f.read() + b"\0")
+    for path in _sources(folder):
+        with open(os.path.join(folder, path), "rb") as f:
+            digest.update(path.replace(os.sep, "/").encode() + b"\0" + f.read() + b"\0")
     return digest.hexdigest()
+
+
+def _sources(folder: str) -> list[str]:
+    """The ``.py`` files under ``folder`` (relative paths, sorted), every sub-folder
+    but ``__pycache__`` and hidden ones walked."""
+    found = []
+    for top, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d != "__pycache__" and not d.startswith(".")]
+        found += [os.path.relpath(os.path.join(top, name), folder)
+                  for name in files if name.endswith(".py")]
+    return sorted(found)
 
 
 if _USER_WIDE is not None and _IMPL is not None:

@@ -37,10 +37,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from numba import njit
 
-from .engine import _overflow, convert_one, decode_one
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC, format_params
 from .sr import SR_BLOCK, sr_keys, sr_step, sr_word_at
 from .u32 import U, shl, shr
+from .vec import convert_one, decode_one, overflow_code
 
 
 class Bits32Params(NamedTuple):
@@ -147,8 +147,9 @@ def _code_bits(P: tuple, code: int) -> int:
 
 
 def special_codes(fmt: Any, mode: int, saturate: bool, ftz: bool) -> dict[tuple[str, int], int]:
-    """The codes of the special results, asked of the reference engine so that a
-    kernel and ``round_pack`` cannot disagree on them: ``("inf" | "nan" | "ovf",
+    """The codes of the special results, asked of the reference engine (its numpy
+    transcription :mod:`.vec`, which compiles nothing) so that a kernel and
+    ``round_pack`` cannot disagree on them: ``("inf" | "nan" | "ovf",
     sign)`` for an infinite input, a NaN input (0 where the format has no NaN)
     and an overflow in ``mode``, sign +1 or -1."""
     P = format_params(fmt)
@@ -156,12 +157,12 @@ def special_codes(fmt: Any, mode: int, saturate: bool, ftz: bool) -> dict[tuple[
     for name, pos_bits in (("inf", 0x7F800000), ("nan", _QNAN_BITS)):
         for sign in (1, -1):
             bits = pos_bits | (0x80000000 if sign < 0 else 0)
-            code, _, status = convert_one(P, bits, False, mode, saturate, ftz, np.uint64(0))
+            code, _, status = convert_one(P, bits, False, mode, saturate, ftz)
             specials[name, sign] = code if status == 0 else 0
     if not fmt.signed:  # negative inputs (NaN among them) are NaN
         specials["nan", -1] = specials["nan", 1]
     for sign in (1, -1):
-        specials["ovf", sign] = _overflow(P, sign < 0, mode, saturate)[0]
+        specials["ovf", sign] = overflow_code(P, sign < 0, mode, saturate)
     return specials
 
 
