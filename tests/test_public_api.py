@@ -89,7 +89,7 @@ SUBMODULES = {
     "grading": ["Check", "Exercise", "ExerciseResult", "SubmissionResult", "exercise_spec",
                 "grade_submission", "open_tutorial", "read_submission"],
     "grading.handouts": ["assignment_text", "write_assignments"],
-    "grading.report": ["feedback_text", "summary", "write_csv", "write_feedback"],
+    "grading.report": ["PartialCSV", "feedback_text", "summary", "write_csv", "write_feedback"],
     "grading.variants": ["VARIANTS", "Variant", "read_roster", "variant_rng", "variant_text"],
     "explorer": ["MX_EXAMPLE", "build_page", "explorer_data", "parse_format_spec",
                  "write_page"],
