@@ -369,10 +369,19 @@ _REFERENCE_DTYPES = {
 }
 
 
+def reference_dtype_name(fmt: FloatFormat | str) -> str | None:
+    """The name of the numpy/ml_dtypes dtype implementing ``fmt``, or ``None``,
+    without importing ml_dtypes (about half a second).
+
+    >>> reference_dtype_name("fp8_e4m3"), reference_dtype_name("tf32")
+    ('float8_e4m3fn', None)
+    """
+    return _REFERENCE_DTYPES.get(get_format(fmt).name)
+
+
 def reference_dtype(fmt: FloatFormat | str) -> np.dtype | None:
     """The numpy/ml_dtypes dtype implementing ``fmt``, or ``None``."""
-    name = get_format(fmt).name
-    dt_name = _REFERENCE_DTYPES.get(name)
+    dt_name = reference_dtype_name(fmt)
     if dt_name is None:
         return None
     if dt_name in ("float32", "float16"):

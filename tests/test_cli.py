@@ -61,3 +61,22 @@ def test_info_detail_and_table(capsys):
     assert main(["info", "fp16", "bf16"]) == 0
     out = capsys.readouterr().out
     assert "fp16" in out and "bf16" in out and "fp32" not in out
+
+
+def test_info_names_the_reference_dtype_without_importing_ml_dtypes():
+    """`lowprec info` is a one-second command: it names ml_dtypes' dtype for a
+    format from the table, without importing ml_dtypes (half a second)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from lowprec.cli import main; main(['info', 'fp8_e4m3', 'bf16']); "
+            "print('ml_dtypes' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "numpy/ml_dtypes float8_e4m3fn" in out and "numpy/ml_dtypes bfloat16" in out
+    assert out.splitlines()[-1] == "False"
+    from lowprec.formats import _REFERENCE_DTYPES, reference_dtype
+
+    for name, dtype_name in _REFERENCE_DTYPES.items():  # the table names the real dtypes
+        ref = reference_dtype(name)
+        assert ref is not None and ref.name == dtype_name

@@ -6,7 +6,7 @@ import argparse
 
 import numpy as np
 
-from ..formats import FloatFormat, get_format, list_formats, reference_dtype
+from ..formats import FloatFormat, get_format, list_formats, reference_dtype_name
 from ..rounding import decode
 from ._common import add_command
 
@@ -84,9 +84,9 @@ def format_detail(f: FloatFormat) -> str:
             f"; packed {_PACKED.get(f.width, f'{f.width} bits each')} (lowprec.pack)"
             if f.width < 8 else ""),
     ]
-    ref = reference_dtype(f)
+    ref = reference_dtype_name(f)  # the name alone: info does not import ml_dtypes
     if ref is not None:
-        lines.append(f"  same as          numpy/ml_dtypes {ref.name}")
+        lines.append(f"  same as          numpy/ml_dtypes {ref}")
     if f.width <= 6:  # small enough to list: 8 codes a line
         values = decode(np.arange(1 << f.width), f)
         cells = [f"{c:#04x}={v:<7g}" for c, v in enumerate(values)]
