@@ -244,25 +244,98 @@ def test_rounding_panel_for_a_linked_state(page: Path) -> None:
         assert abs(float(cells[4]) - (want - 0.1) / (hi_v - lo_v)) < 1e-4, mode
 
 
-@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8_e4m3", "nvfp4"])
-def test_block_panel_equals_mx_and_nvfp4(page: Path, fmt: str) -> None:
-    xs = [0.1, -0.25, 3.7, 12.0, 0.02, -1.5, 0.0, 0.75, 200.0, -7.0]
-    dom = _dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt)
+def _check_block(dom: str, xs: list[float], fmt: str) -> None:
+    """The MX/NVFP4 table and scale on the page equal lowprec.mx / lowprec.nvfp4 (NaN = NaN)."""
     rows = re.findall(r"<tr><td[^>]*>\d+</td>(.*?)</tr>", dom.split('id="mx-table"')[1], re.S)
     assert len(rows) == len(xs)
-    if fmt == "nvfp4":
-        t = lp.nvfp4.quantize(np.array(xs, dtype=np.float32))
-    else:
-        t = lp.mx.quantize(np.array(xs), fmt, block_size=32)
+    with np.errstate(over="ignore"):  # NVFP4 takes float32: 1e40 becomes inf, as on the page
+        if fmt == "nvfp4":
+            t = lp.nvfp4.quantize(np.array(xs, dtype=np.float32))
+        else:
+            t = lp.mx.quantize(np.array(xs), fmt, block_size=32)
     deq, codes = t.dequantize(), t.codes
     for k, row in enumerate(rows):
         cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
                  for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
         assert int(cells[1].split()[0], 16) == int(codes[k]), (fmt, k)
-        assert _num(cells[3]) == float(deq[k]), (fmt, k, cells[3], deq[k])
+        assert _same(_num(cells[3]), float(deq[k])), (fmt, k, cells[3], deq[k])
     scale = _text(dom, "mx-scale")
     for c in t.scale_codes.ravel():  # E8M0 for MX, one E4M3 per 16 values for NVFP4
         assert f"{int(c):#04x}" in scale, (fmt, scale)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8_e4m3", "nvfp4"])
+def test_block_panel_equals_mx_and_nvfp4(page: Path, fmt: str) -> None:
+    xs = [0.1, -0.25, 3.7, 12.0, 0.02, -1.5, 0.0, 0.75, 200.0, -7.0]
+    _check_block(_dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt), xs, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8_e4m3", "mxfp6_e3m2", "nvfp4"])
+def test_block_panel_takes_huge_finite_values(page: Path, fmt: str) -> None:
+    """1e40 is accepted (not "not a number") and handled by the format's rules, said in words.
+
+    Independent of the engine: the OCP scale exponent floor(log2 amax) - emax_elem, from
+    exact integers; above E8M0's 127 the scale is NaN (the OCP reference code, microxcaling),
+    otherwise the outlier saturates to the element's max times the scale. NVFP4 reads FP32,
+    where 1e40 is inf: its block is NaN.
+    """
+    xs = [1e40, -3e39, 1.0, -0.5]
+    dom = _dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt)
+    _check_block(dom, xs, fmt)
+    note = _text(dom, "mx-note")
+    rows = re.findall(r"<tr><td[^>]*>\d+</td>(.*?)</tr>", dom.split('id="mx-table"')[1], re.S)
+    first = _num(html.unescape(re.findall(r"<td[^>]*>(.*?)</td>", rows[0])[3]))
+    if fmt == "nvfp4":
+        assert math.isnan(first) and "beyond float32" in note and "0x7f" in note
+        return
+    mxf = lp.mx.MX_FORMATS[fmt]
+    k = Fraction(10**40).numerator.bit_length() - 1 - mxf.emax_elem  # floor(log2 1e40) = 132
+    assert 2**(k + mxf.emax_elem) <= 10**40 < 2**(k + mxf.emax_elem + 1)
+    if k > 127:
+        assert math.isnan(first) and f"2^{k}" in note and "NaN" in note
+    else:
+        assert first == mxf.element.max * 2.0**k and "saturate" in note
+
+
+def test_fp4_minus_inf_saturates(page: Path) -> None:
+    """FP4 E2M1 has neither inf nor NaN: -inf rounds to -6 in every mode (OCP MX v1.0), said
+    beside the number; in an MXFP4 block, -inf makes the block's scale NaN."""
+    f = lp.get_format("fp4_e2m1")
+    dom = _dom(page, format="fp4_e2m1", value="-inf", mx="-inf,1,2", mxformat="mxfp4")
+    for mode in lp.MODES:
+        if mode == "stochastic":
+            continue
+        row = re.search(rf'<tr id="round-{mode}">(.*?)</tr>', dom, re.S)
+        assert row, mode
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+                 for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+        assert int(cells[2].split()[0], 16) == 0xF == int(lp.encode(-np.inf, f, mode)), mode
+        assert _num(cells[3]) == -6.0 == -f.max, mode
+    assert "neither infinity nor NaN" in _text(dom, "x-note")
+    _check_block(dom, [-math.inf, 1.0, 2.0], "mxfp4")
+    assert "NaN" in _text(dom, "mx-note") and "0xff" in _text(dom, "mx-scale")
+
+
+def test_unknown_format_in_the_address_is_said(page: Path) -> None:
+    """Not a silent fp16: the message stays after the page renders (update() used to erase it)."""
+    dom = _dom(page, format="fp7", mxformat="mxfp9", code="0xzz", value="1")
+    err = _text(dom, "url-error")
+    assert "unknown format “fp7”" in err and "fp8_e4m3" in err, err
+    assert "unknown block format “mxfp9”" in err and "nvfp4" in err, err
+    assert "“0xzz”" in err and "Showing fp16 and mxfp4 instead" in err, err
+    ok = _dom(page, format="bf16", value="1")
+    assert _text(ok, "url-error") == ""
+    assert _text(ok, "facts").startswith(lp.get_format("bf16").description)
+
+
+@pytest.mark.parametrize("bad", ["abc", "0x10"])
+def test_non_number_input_is_rejected(page: Path, bad: str) -> None:
+    """No rounding table of NaN results for a typo; the MX panel names the bad entry."""
+    dom = _dom(page, format="fp16", value=bad, mx=f"1;{bad};3".replace(";", " "))
+    assert f"“{bad}” is not a number" in _text(dom, "x-note")
+    assert 'id="round-rne"' not in dom
+    assert f"“{bad}” is not a number" in _text(dom, "mx-scale")
+    assert _text(dom, "value") == "0.0"  # the code panel stays at code 0, not at NaN
 
 
 def test_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
