@@ -381,18 +381,24 @@ function parseCode(s) {  // 0x.. hex or decimal digits only; NaN otherwise
   const t = s.trim().toLowerCase();
   return /^0x[0-9a-f]+$/.test(t) ? parseInt(t, 16) : /^\d+$/.test(t) ? parseInt(t, 10) : NaN;
 }
-// What the format does with a number it cannot hold (no infinity, no NaN): said beside it.
+// What the format does with a number it cannot hold (lowprec.encode's rules): said beside it.
 function specialNote(x, f) {
   if (Number.isNaN(x)) return f.nan === "none" ? "; " + f.name + " has no NaN: lowprec raises an error" : "";
-  if (Number.isFinite(x) && Math.abs(x) < f.beyond) return "";
-  const what = Number.isFinite(x) ? "beyond the largest value" : "an infinity";
-  if (!f.signed && x < 0) return "";
-  if (f.has_inf) return "; " + what + ": inf in the modes that round away from zero, \u00b1max " +
-    "toward zero or with saturate";
-  if (f.nan !== "none") return "; " + f.name + " has no infinity: " + what + " becomes NaN in the " +
-    "modes that round away from zero, \u00b1max toward zero or with saturate";
-  return "; " + f.name + " has neither infinity nor NaN: " + what + " saturates to \u00b1" +
-    show(f.max) + " in every mode";
+  if (!f.signed && x < 0) return "; " + f.name + " has no sign: a negative number is its NaN";
+  const sat = "\u00b1" + show(f.max);
+  if (!Number.isFinite(x)) {
+    if (f.has_inf) return "; an infinity stays inf in every mode (" + sat + " with saturate)";
+    if (f.nan !== "none") return "; " + f.name + " has no infinity: an infinity becomes NaN in " +
+      "every mode (" + sat + " with saturate)";
+    return "; " + f.name + " has neither infinity nor NaN: an infinity saturates to " + sat +
+      " in every mode";
+  }
+  if (Math.abs(x) < f.beyond) return "";
+  if (f.has_inf || f.nan !== "none") return "; beyond the largest value: " +
+    (f.has_inf ? "inf" : "NaN (" + f.name + " has no infinity)") + " in the modes that round " +
+    "away from zero, " + sat + " toward zero or with saturate";
+  return "; " + f.name + " has neither infinity nor NaN: beyond the largest value it saturates " +
+    "to " + sat + " in every mode";
 }
 function selftest(kind) {
   const q = new URLSearchParams(location.search), out = {};

@@ -370,7 +370,7 @@ def test_the_wheel_ships_tutorials_and_the_explorer_page(tmp_path: Path) -> None
     names = set(zipfile.ZipFile(wheel).namelist())
     for t in tutorials.list_tutorials():
         assert f"lowprec/tutorials_data/{t.name}" in names
-    assert "lowprec/explorer_page.html" in names
+    assert "lowprec/explorer_page.html" in names and "lowprec/explorer_page.js" in names
     assert "lowprec/grading/_child.py" in names
 
 
