@@ -361,6 +361,55 @@ def test_page_is_self_contained_and_reasonably_small(page: Path) -> None:
     assert size < 600_000, f"explorer page is {size:,} bytes"
 
 
+def test_page_reads_numbers_as_python_float() -> None:
+    """The page's number reader (its regular expression, run here by Python's ``re``) accepts
+    exactly the decimal text Python's ``float()`` accepts, less digit separators; hex, words
+    and empty boxes are "not a number" rather than a silent NaN."""
+    script = (Path(explorer.__file__).parent / "explorer_page.js").read_text(encoding="utf-8")
+    m = re.search(r"const NUMBER_TEXT = /(.*?)/;", script)
+    assert m, "explorer_page.js has lost NUMBER_TEXT"
+    number, special = re.compile(m.group(1)), re.compile(r"^([-+]?)(inf|infinity|nan)$")
+
+    def page_accepts(text: str) -> bool:
+        t = text.strip().lower()
+        return bool(special.match(t) or number.match(t))
+
+    def python_accepts(text: str) -> bool:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+
+    texts = ["0.1", "-3e-5", "1e40", "+1E+40", ".5", "5.", "-0", "-0.0", "448", " 12 ", "inf",
+             "-inf", "+Infinity", "NaN", "-nan", "1e400", "5e-324", "abc", "0x10", "1,5", "",
+             " ", "1e", "e5", ".", "-", "1.2.3", "1e4.5", "--1", "infinit", "0b101", "1 2"]
+    for text in texts:
+        assert page_accepts(text) == python_accepts(text), text
+    assert python_accepts("1_000") and not page_accepts("1_000")  # the one deliberate gap
+
+
+def test_page_data_carries_the_block_rules() -> None:
+    """What the MX/NVFP4 panel decides from, without a browser: each MX element format's
+    emax (the exponent of its largest value, OCP MX v1.0 table 1) and E8M0's 2^-127..2^127,
+    so that 1e40 (2^132.9) gives MXFP4 a scale exponent of 130 (no E8M0 code: NaN) and
+    MXFP8 E4M3 one of 124, as ``lowprec.mx.quantize`` does."""
+    data = explorer.explorer_data()
+    by_name = {f["name"]: f for f in data["formats"]}
+    e8 = by_name["e8m0"]
+    assert (e8["emin"], e8["emax"], e8["signed"]) == (-127, 127, False)
+    for entry in data["mx"]:
+        element = by_name[entry["element"]]
+        assert entry["emax_elem"] == math.frexp(element["max"])[1] - 1, entry["name"]
+        if entry["name"] == "nvfp4":
+            continue
+        k = math.frexp(1e40)[1] - 1 - entry["emax_elem"]
+        t = lp.mx.quantize(np.array([1e40, 1.0]), entry["name"], block_size=32)
+        assert (int(t.scale_codes.ravel()[0]) == 0xFF) == (k > 127), entry["name"]
+        if k <= 127:
+            assert int(t.scale_codes.ravel()[0]) == k + 127
+
+
 def test_custom_format_spec_errors() -> None:
     assert explorer.parse_format_spec("e5m6").name == "e5m6"
     with pytest.raises(ValueError, match="at most 16 bits"):
