@@ -44,7 +44,8 @@ __all__ = ["MX_EXAMPLE", "build_page", "explorer_data", "parse_format_spec", "wr
 
 #: The vector the MX/NVFP4 panel starts with: an outlier, small values, a tie and a zero.
 MX_EXAMPLE = "0.1, -0.25, 3.7, 12, 0.02, -1.5, 0, 0.75"
-_PLACEHOLDER = "/*LOWPREC_DATA*/null"
+_PLACEHOLDER = "/*LOWPREC_DATA*/null"  # in explorer_page.js
+_SCRIPT = "/*LOWPREC_SCRIPT*/"  # in explorer_page.html: where the script goes
 _SPEC = re.compile(r"^e(?P<e>\d+)m(?P<m>\d+)$")
 
 
@@ -125,9 +126,12 @@ def explorer_data(extra: list[FloatFormat] | tuple[FloatFormat, ...] = ()) -> di
 
 def build_page(extra: list[FloatFormat] | tuple[FloatFormat, ...] = ()) -> str:
     """The explorer page as one HTML string (data embedded, no external resources)."""
-    template = resources.files("lowprec").joinpath("explorer_page.html").read_text("utf-8")
-    if _PLACEHOLDER not in template:
-        raise RuntimeError("explorer_page.html has lost its data placeholder")
+    files = resources.files("lowprec")
+    template = files.joinpath("explorer_page.html").read_text("utf-8")
+    script = files.joinpath("explorer_page.js").read_text("utf-8")
+    if _SCRIPT not in template or _PLACEHOLDER not in script or "</script" in script.lower():
+        raise RuntimeError("explorer_page.html/.js have lost their script or data placeholder")
+    template = template.replace(_SCRIPT, script)
     data = json.dumps(explorer_data(extra), separators=(",", ":"), allow_nan=False)
     return template.replace(_PLACEHOLDER, data.replace("</", "<\\/"))
 

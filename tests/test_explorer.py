@@ -244,25 +244,97 @@ def test_rounding_panel_for_a_linked_state(page: Path) -> None:
         assert abs(float(cells[4]) - (want - 0.1) / (hi_v - lo_v)) < 1e-4, mode
 
 
-@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8_e4m3", "nvfp4"])
-def test_block_panel_equals_mx_and_nvfp4(page: Path, fmt: str) -> None:
-    xs = [0.1, -0.25, 3.7, 12.0, 0.02, -1.5, 0.0, 0.75, 200.0, -7.0]
-    dom = _dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt)
+def _check_block(dom: str, xs: list[float], fmt: str) -> None:
+    """The MX/NVFP4 table and scale on the page equal lowprec.mx / lowprec.nvfp4 (NaN = NaN)."""
     rows = re.findall(r"<tr><td[^>]*>\d+</td>(.*?)</tr>", dom.split('id="mx-table"')[1], re.S)
     assert len(rows) == len(xs)
-    if fmt == "nvfp4":
-        t = lp.nvfp4.quantize(np.array(xs, dtype=np.float32))
-    else:
-        t = lp.mx.quantize(np.array(xs), fmt, block_size=32)
+    with np.errstate(over="ignore"):  # NVFP4 takes float32: 1e40 becomes inf, as on the page
+        if fmt == "nvfp4":
+            t = lp.nvfp4.quantize(np.array(xs, dtype=np.float32))
+        else:
+            t = lp.mx.quantize(np.array(xs), fmt, block_size=32)
     deq, codes = t.dequantize(), t.codes
     for k, row in enumerate(rows):
         cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
                  for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
         assert int(cells[1].split()[0], 16) == int(codes[k]), (fmt, k)
-        assert _num(cells[3]) == float(deq[k]), (fmt, k, cells[3], deq[k])
+        assert _same(_num(cells[3]), float(deq[k])), (fmt, k, cells[3], deq[k])
     scale = _text(dom, "mx-scale")
     for c in t.scale_codes.ravel():  # E8M0 for MX, one E4M3 per 16 values for NVFP4
         assert f"{int(c):#04x}" in scale, (fmt, scale)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8_e4m3", "nvfp4"])
+def test_block_panel_equals_mx_and_nvfp4(page: Path, fmt: str) -> None:
+    xs = [0.1, -0.25, 3.7, 12.0, 0.02, -1.5, 0.0, 0.75, 200.0, -7.0]
+    _check_block(_dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt), xs, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8_e4m3", "nvfp4"])
+def test_block_panel_takes_huge_finite_values(page: Path, fmt: str) -> None:
+    """1e40 is accepted (not "not a number") and handled by the format's rules, said in words.
+
+    Independent of the engine: the OCP scale exponent floor(log2 amax) - emax_elem, from
+    exact integers; above E8M0's 127 the scale is NaN (the OCP reference code, microxcaling),
+    otherwise the outlier saturates to the element's max times the scale. NVFP4 reads FP32,
+    where 1e40 is inf: its block is NaN.
+    """
+    xs = [1e40, -3e39, 1.0, -0.5]
+    dom = _dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt)
+    _check_block(dom, xs, fmt)
+    note = _text(dom, "mx-note")
+    rows = re.findall(r"<tr><td[^>]*>\d+</td>(.*?)</tr>", dom.split('id="mx-table"')[1], re.S)
+    first = _num(html.unescape(re.findall(r"<td[^>]*>(.*?)</td>", rows[0])[3]))
+    if fmt == "nvfp4":
+        assert math.isnan(first) and "beyond float32" in note and "0x7f" in note
+        return
+    mxf = lp.mx.MX_FORMATS[fmt]
+    k = Fraction(10**40).numerator.bit_length() - 1 - mxf.emax_elem  # floor(log2 1e40) = 132
+    assert 2**(k + mxf.emax_elem) <= 10**40 < 2**(k + mxf.emax_elem + 1)
+    if k > 127:
+        assert math.isnan(first) and f"2^{k}" in note and "NaN" in note
+    else:
+        assert first == mxf.element.max * 2.0**k and "saturate" in note
+
+
+def test_fp4_minus_inf_saturates(page: Path) -> None:
+    """FP4 E2M1 has neither inf nor NaN: -inf rounds to -6 in every mode (OCP MX v1.0), said
+    beside the number; in an MXFP4 block, -inf makes the block's scale NaN."""
+    f = lp.get_format("fp4_e2m1")
+    dom = _dom(page, format="fp4_e2m1", value="-inf", mx="-inf,1,2", mxformat="mxfp4")
+    for mode in lp.MODES:
+        if mode == "stochastic":
+            continue
+        row = re.search(rf'<tr id="round-{mode}">(.*?)</tr>', dom, re.S)
+        assert row, mode
+        cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+                 for c in re.findall(r"<td[^>]*>(.*?)</td>", row.group(1), re.S)]
+        assert int(cells[2].split()[0], 16) == 0xF == int(lp.encode(-np.inf, f, mode)), mode
+        assert _num(cells[3]) == -6.0 == -f.max, mode
+    assert "neither infinity nor NaN: an infinity saturates to ±6" in _text(dom, "x-note")
+    _check_block(dom, [-math.inf, 1.0, 2.0], "mxfp4")
+    assert "NaN" in _text(dom, "mx-note") and "0xff" in _text(dom, "mx-scale")
+    assert _text(dom, "url-error") == ""  # a good address: no error line
+    assert _text(dom, "facts").startswith(f.description)
+
+
+def test_unknown_format_in_the_address_is_said(page: Path) -> None:
+    """Not a silent fp16: the message stays after the page renders (update() used to erase it)."""
+    dom = _dom(page, format="fp7", mxformat="mxfp9", code="0xzz", value="1")
+    err = _text(dom, "url-error")
+    assert "unknown format “fp7”" in err and "fp8_e4m3" in err, err
+    assert "unknown block format “mxfp9”" in err and "nvfp4" in err, err
+    assert "“0xzz”" in err and "Showing fp16 and mxfp4 instead" in err, err
+
+
+@pytest.mark.parametrize("bad", ["abc", "0x10"])
+def test_non_number_input_is_rejected(page: Path, bad: str) -> None:
+    """No rounding table of NaN results for a typo; the MX panel names the bad entry."""
+    dom = _dom(page, format="fp16", value=bad, mx=f"1;{bad};3".replace(";", " "))
+    assert f"“{bad}” is not a number" in _text(dom, "x-note")
+    assert 'id="round-rne"' not in dom
+    assert f"“{bad}” is not a number" in _text(dom, "mx-scale")
+    assert _text(dom, "value") == "0.0"  # the code panel stays at code 0, not at NaN
 
 
 def test_screenshot_is_not_blank(page: Path, tmp_path: Path) -> None:
@@ -287,6 +359,55 @@ def test_page_is_self_contained_and_reasonably_small(page: Path) -> None:
     assert "fetch(" not in text and "XMLHttpRequest" not in text
     size = page.stat().st_size
     assert size < 600_000, f"explorer page is {size:,} bytes"
+
+
+def test_page_reads_numbers_as_python_float() -> None:
+    """The page's number reader (its regular expression, run here by Python's ``re``) accepts
+    exactly the decimal text Python's ``float()`` accepts, less digit separators; hex, words
+    and empty boxes are "not a number" rather than a silent NaN."""
+    script = (Path(explorer.__file__).parent / "explorer_page.js").read_text(encoding="utf-8")
+    m = re.search(r"const NUMBER_TEXT = /(.*?)/;", script)
+    assert m, "explorer_page.js has lost NUMBER_TEXT"
+    number, special = re.compile(m.group(1)), re.compile(r"^([-+]?)(inf|infinity|nan)$")
+
+    def page_accepts(text: str) -> bool:
+        t = text.strip().lower()
+        return bool(special.match(t) or number.match(t))
+
+    def python_accepts(text: str) -> bool:
+        try:
+            float(text)
+        except ValueError:
+            return False
+        return True
+
+    texts = ["0.1", "-3e-5", "1e40", "+1E+40", ".5", "5.", "-0", "-0.0", "448", " 12 ", "inf",
+             "-inf", "+Infinity", "NaN", "-nan", "1e400", "5e-324", "abc", "0x10", "1,5", "",
+             " ", "1e", "e5", ".", "-", "1.2.3", "1e4.5", "--1", "infinit", "0b101", "1 2"]
+    for text in texts:
+        assert page_accepts(text) == python_accepts(text), text
+    assert python_accepts("1_000") and not page_accepts("1_000")  # the one deliberate gap
+
+
+def test_page_data_carries_the_block_rules() -> None:
+    """What the MX/NVFP4 panel decides from, without a browser: each MX element format's
+    emax (the exponent of its largest value, OCP MX v1.0 table 1) and E8M0's 2^-127..2^127,
+    so that 1e40 (2^132.9) gives MXFP4 a scale exponent of 130 (no E8M0 code: NaN) and
+    MXFP8 E4M3 one of 124, as ``lowprec.mx.quantize`` does."""
+    data = explorer.explorer_data()
+    by_name = {f["name"]: f for f in data["formats"]}
+    e8 = by_name["e8m0"]
+    assert (e8["emin"], e8["emax"], e8["signed"]) == (-127, 127, False)
+    for entry in data["mx"]:
+        element = by_name[entry["element"]]
+        assert entry["emax_elem"] == math.frexp(element["max"])[1] - 1, entry["name"]
+        if entry["name"] == "nvfp4":
+            continue
+        k = math.frexp(1e40)[1] - 1 - entry["emax_elem"]
+        t = lp.mx.quantize(np.array([1e40, 1.0]), entry["name"], block_size=32)
+        assert (int(t.scale_codes.ravel()[0]) == 0xFF) == (k > 127), entry["name"]
+        if k <= 127:
+            assert int(t.scale_codes.ravel()[0]) == k + 127
 
 
 def test_custom_format_spec_errors() -> None:

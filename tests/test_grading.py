@@ -220,8 +220,9 @@ def _fields_answers(text: str) -> dict[str, str]:
         "6": Fraction(2) ** (math.frexp(x6)[1] - 1 - 7),  # bf16: 7 mantissa bits
         "7": (2 - Fraction(2) ** (1 - m7)) * Fraction(2) ** top7,
     }
-    names = {"1": "fp16_max", "2": "value", "3": "value", "4": "tiny", "5": "count",
-             "6": "gap", "7": "e4m3_max"}
+    # the variable each check reads: the variant's own name (e5m6_max, e5m2fn_max, ...)
+    names = {k: re.search(r"(\w+)\)$", c).group(1) for k, c in calls.items()}
+    assert names["1"] == f"e{e1}m{m1}_max" and names["7"] == f"e{e7}m{m7}fn_max", names
     return {k: f"{names[k]} = {float(v)!r}" for k, v in answers.items()}
 
 
@@ -243,7 +244,8 @@ def test_variants_are_reproducible_and_differ() -> None:
                 [e.number for e in exercise_spec(teacher_t)]
 
 
-def test_variant_submissions_are_graded_against_their_own_variant(tmp_path: Path) -> None:
+def test_variant_submissions_are_graded_against_their_own_variant(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     roster = tmp_path / "roster.csv"
     roster.write_text("id,name\nalice,Alice\nbob,Bob\ncarol,Carol\n", encoding="utf-8")
     assert read_roster(roster) == ["alice", "bob", "carol"]
@@ -268,6 +270,38 @@ def test_variant_submissions_are_graded_against_their_own_variant(tmp_path: Path
         assert rows["bob"][f"ex{k}"] == "0"
     assert rows["carol"]["status"] == "missing" and rows["carol"]["total"] == "0"
     assert "Exercise 1: E" in rows["alice"]["variant"]
+    # the class summary titles the exercises as the students read them, not the teacher's
+    printed = capsys.readouterr().out
+    summary_1 = next(ln for ln in printed.splitlines() if ln.startswith("  Exercise 1 ("))
+    drawn = {exercise_spec(variant_text(teacher, "01", s, seed).text)[0].title
+             for s in ("alice", "bob", "carol")}
+    assert all(t.startswith("the largest E") for t in drawn), drawn
+    assert "fp16" not in summary_1 and all(t in summary_1 for t in drawn), summary_1
+
+
+def test_class_summary_titles_follow_the_variants() -> None:
+    """One variant for all: its title; several: counted and named (the commonest first);
+    the teacher's title ('the largest fp16') never stands for numbers nobody was given."""
+    from lowprec.grading.report import summary
+    from lowprec.grading.run import ExerciseResult, SubmissionResult
+
+    teacher = exercise_spec(open_tutorial("01"))[:1]
+    assert teacher[0].title == "the largest fp16"
+
+    def result(student: str, title: str, points: float) -> SubmissionResult:
+        return SubmissionResult(student, f"{student}.py", [
+            ExerciseResult("1", title, points, 1.0, [], "" if points else "wrong value")], "ok")
+
+    same = summary([result("a", "the largest E5M6", 1), result("b", "the largest E5M6", 0)],
+                   teacher)
+    assert "Exercise 1 (the largest E5M6): 1/2 passed" in same
+    assert "Most missed: Exercise 1 (the largest E5M6), 1/2" in same and "fp16" not in same
+    titles = ["the largest E4M5"] * 3 + ["the largest E6M5"] * 2 + ["the largest E5M8",
+                                                                     "the largest E4M9"]
+    mixed = summary([result(f"s{k}", t, 0) for k, t in enumerate(titles)], teacher)
+    assert ("Exercise 1 (4 variants: the largest E4M5; the largest E6M5; the largest E5M8; "
+            "1 more): 0/7 passed") in mixed, mixed
+    assert "fp16" not in mixed
 
 
 def test_handouts_carry_each_students_variant(tmp_path: Path) -> None:
@@ -284,6 +318,13 @@ def test_handouts_carry_each_students_variant(tmp_path: Path) -> None:
             assert check.checker in text
         assert "BEGIN SOLUTION" not in text
         compile(text, str(path), "exec")
+        # the words follow the student's format: variable names and titles, no teacher's ones
+        e1, m1 = re.search(r"Exercise 1: E(\d+)M(\d+)", variant.description).groups()
+        e7, m7 = re.search(r"Exercise 7: E(\d+)M(\d+) fn", variant.description).groups()
+        assert f"store it in `e{e1}m{m1}_max`" in text and f"`e{e7}m{m7}fn_max`" in text
+        assert f"### Exercise 1: the largest E{e1}M{m1}" in text
+        assert f"### Exercise 7: the largest E{e7}M{m7} (fn)" in text
+        assert "fp16_max" not in text and "e4m3_max" not in text
     with pytest.raises(FileExistsError):
         write_assignments(tmp_path / "h", roster, 5, only=["01"])
 
@@ -329,7 +370,7 @@ def test_the_wheel_ships_tutorials_and_the_explorer_page(tmp_path: Path) -> None
     names = set(zipfile.ZipFile(wheel).namelist())
     for t in tutorials.list_tutorials():
         assert f"lowprec/tutorials_data/{t.name}" in names
-    assert "lowprec/explorer_page.html" in names
+    assert "lowprec/explorer_page.html" in names and "lowprec/explorer_page.js" in names
     assert "lowprec/grading/_child.py" in names
 
 

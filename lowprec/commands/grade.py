@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     from ..grading._driver import namespaces_available
     from ..grading.report import PartialCSV, summary, write_feedback
     from ..grading.run import ExerciseResult, SubmissionResult
-    from ..grading.spec import tutorial_path
+    from ..grading.spec import Exercise, tutorial_path
     from ..grading.variants import read_roster, variant_text
 
     tutorial = Path(tutorial_path(args.tutorial)).name[:2]
@@ -136,6 +136,13 @@ def run(args: argparse.Namespace) -> int:
     prepare_out_dir(feedback_dir, force=args.force)
     spec = exercise_spec(teacher)
     table = PartialCSV(out, spec)
+
+    def own_spec(student: str) -> list[Exercise]:  # the exercises (titles) of the student's variant
+        try:
+            return exercise_spec(variant_text(teacher, tutorial, student, args.seed).text)
+        except Exception:  # noqa: BLE001 - the row is written with the teacher's titles
+            return spec
+
     results = []
     for path, student in zip(paths, ids):
         print(f"grading {path} ({student}) ...", end=" ", flush=True)
@@ -148,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
         except Exception as exc:  # the grader's own failure on one submission: its row
             r = SubmissionResult(student, str(path), [
                 ExerciseResult(e.number, e.title, 0.0, e.points, [f"not graded: {exc}"],
-                               "not graded") for e in spec], "error",
+                               "not graded") for e in (own_spec(student) if roster else spec)],
+                "error",
                 f"error: the grader failed on it ({type(exc).__name__}: {exc})")
         print(f"{r.total:g}/{r.max_total:g} {r.status} ({r.seconds:.1f} s)"
               + (f": {r.note}" if r.status == "error" else ""), flush=True)
@@ -158,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
         if student not in ids:  # on the roster, nothing submitted
             results.append(SubmissionResult(student, "", [
                 ExerciseResult(e.number, e.title, 0.0, e.points, ["no submission"],
-                               "no submission") for e in spec], "missing", "no submission"))
+                               "no submission") for e in own_spec(student)], "missing",
+                "no submission"))
             table.add(results[-1])
     table.finish()  # every run is over (each one's processes killed and checked)
     write_feedback(results, feedback_dir, tutorial, reveal=args.reveal)

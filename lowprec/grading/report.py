@@ -108,27 +108,47 @@ def write_feedback(results: list[SubmissionResult], folder: Path, tutorial: str,
     return written
 
 
+def _class_title(k: int, ex: Exercise, results: list[SubmissionResult]) -> str:
+    """Exercise ``k``'s title as the students read it: their variants' titles (each student's
+    result carries the title of their own variant), the commonest first; the teacher's
+    title only when no result has one."""
+    titles = Counter(r.exercises[k].title for r in results
+                     if k < len(r.exercises) and r.exercises[k].title)
+    if not titles:
+        return ex.title
+    if len(titles) == 1:
+        return next(iter(titles))
+    names = [t for t, _ in titles.most_common()]
+    shown = "; ".join(names[:3]) + (f"; {len(names) - 3} more" if len(names) > 3 else "")
+    return f"{len(names)} variants: {shown}"
+
+
 def summary(results: list[SubmissionResult], exercises: list[Exercise]) -> str:
-    """The class at a glance: per exercise, how many passed and the most common mistake."""
+    """The class at a glance: per exercise, how many passed and the most common mistake.
+
+    Titles follow the students' variants (``Exercise 1 (the largest E5M6)``, or ``(3
+    variants: the largest E5M6; ...)`` when the class drew several), never the teacher's
+    wording for numbers nobody was given."""
     n = len(results)
     if not n:
         return "no submissions"
     lines = [f"{n} submission(s); mean total {sum(r.total for r in results) / n:.2f} / "
              f"{_points(results[0].max_total)}"]
-    worst, worst_passed = None, n + 1
+    worst, worst_passed, worst_title = None, n + 1, ""
     for k, ex in enumerate(exercises):
         got = [r.exercises[k] for r in results]
         passed = sum(e.passed for e in got)
         mistakes = Counter(e.mistake for e in got if not e.passed and e.mistake)
         common = mistakes.most_common(1)
-        text = f"  Exercise {ex.number} ({ex.title}): {passed}/{n} passed"
+        title = _class_title(k, ex, results)
+        text = f"  Exercise {ex.number} ({title}): {passed}/{n} passed"
         if common:
             text += f"; most common mistake ({common[0][1]}x): {common[0][0]}"
         lines.append(text)
         if passed < worst_passed:
-            worst, worst_passed = ex, passed
+            worst, worst_passed, worst_title = ex, passed, title
     if worst is not None and worst_passed < n:
-        lines.append(f"Most missed: Exercise {worst.number} ({worst.title}), "
+        lines.append(f"Most missed: Exercise {worst.number} ({worst_title}), "
                      f"{n - worst_passed}/{n} did not pass")
     status = Counter(r.status for r in results)
     lines.append("Runs: " + ", ".join(f"{v} {k}" for k, v in sorted(status.items())))

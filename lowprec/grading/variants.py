@@ -1,7 +1,9 @@
 """One assignment per student: the exercises' numbers drawn from the student id and a seed.
 
 A variant is the teacher's tutorial with some exercises' numbers replaced (a different
-format, a different number to round); :func:`variant_text` makes it. The handout of a
+format, a different number to round); :func:`variant_text` makes it. The words follow the
+numbers: an exercise's title and the variable it asks for name the student's format (tutorial
+01's ``fp16_max`` becomes ``e5m6_max`` for an E5M6 student, ``e4m3_max`` ``e5m2fn_max``). The handout of a
 student (``lowprec tutorials student DIR --roster roster.csv --seed S``) is the student
 version of that text, and the grader (``lowprec grade ... --roster roster.csv --seed S``)
 checks the submission against the checks of that same text, so the two always agree.
@@ -152,7 +154,8 @@ def _variant_01(text: str, rng: np.random.Generator) -> Variant:
         "largest finite value by\n# hand from those facts and store it in `fp16_max`."),
         ("the largest fp16", f"the largest E{e}M{m}"),
         ("exercises.check_fp16_max(fp16_max)",
-         f"exercises.check_max(lp.custom_format({e}, {m}), fp16_max)"))
+         f"exercises.check_max(lp.custom_format({e}, {m}), fp16_max)"),
+        ("fp16_max", f"e{e}m{m}_max"))  # the variable is named after the student's format
     changes.append(f"Exercise 1: E{e}M{m}")
     s, ef, mf = int(rng.integers(2)), int(rng.integers(1, 15)), int(rng.integers(8))
     code = f"0b{s}_{ef:04b}_{mf:03b}"
@@ -194,7 +197,8 @@ def _variant_01(text: str, rng: np.random.Generator) -> Variant:
         "from the fields and store\n# it in `e4m3_max`."),
         ("the largest E4M3", f"the largest E{e}M{m} (fn)"),
         ('exercises.check_max("fp8_e4m3", e4m3_max)',
-         f"exercises.check_max(lp.custom_format({e}, {m}, has_inf=False), e4m3_max)"))
+         f"exercises.check_max(lp.custom_format({e}, {m}, has_inf=False), e4m3_max)"),
+        ("e4m3_max", f"e{e}m{m}fn_max"))
     changes.append(f"Exercise 7: E{e}M{m} fn")
     return Variant(text, tuple(changes))
 
