@@ -259,10 +259,10 @@ def test_a_cold_first_call_is_served_without_compiling(tmp_path: Path) -> None:
     env.pop("LOWPREC_COLD", None)
     done = subprocess.run([sys.executable, "-c", _FIRST], env=env, capture_output=True,
                           text=True, timeout=600, check=True)
-    first, compiled, asked, ready, same, decoded = done.stdout.split()
+    _, compiled, asked, ready, same, decoded = done.stdout.split()
     assert (int(compiled), int(asked)) == (0, 3)  # bits32 to values, odd64 and bits32 to codes
     assert ready == same == decoded == "True"
-    assert float(first) < 5.0  # (numba would take several seconds a kernel; the target is 1 s)
+    # (how long the first calls took is benchmarks/bench_coldstart.py's to measure)
 
 
 def test_the_twins_special_codes_are_the_compiled_engines() -> None:
