@@ -193,8 +193,13 @@ def _submissions(where: Path, env: dict[str, str], port: int) -> dict[str, str]:
     }
 
 
-_GRADER = ("import resource, sys\nfrom lowprec.cli import main\nrc = main(sys.argv[1:])\n"
-           "print('PEAK_KB', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+# The grader's own peak memory: VmHWM, the high-water mark of this process's
+# memory since its exec. (Not getrusage's ru_maxrss: Linux carries the parent's
+# high-water mark across fork and exec, so under a pytest worker that has grown
+# to gigabytes it reports the worker's peak, not the grader's.)
+_GRADER = ("import re, sys\nfrom lowprec.cli import main\nrc = main(sys.argv[1:])\n"
+           "status = open('/proc/self/status').read()\n"
+           "print('PEAK_KB', re.search(r'VmHWM:\\s+(\\d+)', status).group(1))\n"
            "sys.exit(rc)\n")
 
 

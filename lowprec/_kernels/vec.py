@@ -309,9 +309,10 @@ def decode(P: Any, codes: np.ndarray) -> np.ndarray:
         sub = e_field == 0
     else:
         sub = np.zeros(c.shape, bool)
-    value = np.where(sub, np.ldexp(m_field.astype(np.float64), P.emin - m),
-                     np.ldexp((m_field + (1 << m)).astype(np.float64),
-                              (e_field - P.bias - m).astype(np.int32)))
+    with np.errstate(over="ignore"):  # the inf/NaN codes' fields, replaced below
+        value = np.where(sub, np.ldexp(m_field.astype(np.float64), P.emin - m),
+                         np.ldexp((m_field + (1 << m)).astype(np.float64),
+                                  (e_field - P.bias - m).astype(np.int32)))
     if P.has_inf:
         value = np.where(mag == P.max_mag + 1, np.inf, value)
     value = np.where(sign != 0, -value, value)
