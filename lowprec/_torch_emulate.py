@@ -112,6 +112,7 @@ class Emulation:
         self.policy, self.strict = policy, strict
         self.points: list[dict[str, str]] = []
         self.not_emulated: list[str] = []
+        self._listed: set[str] = set()  # modules listed at entry (their ops are theirs)
         self.stated: set[str] = set()
         self._rng = np.random.default_rng(seed)
         self._rounders: dict[tuple[str, str], Any] = {}
@@ -127,6 +128,7 @@ class Emulation:
             elif not isinstance(m, COVERED) and any(True for _ in m.parameters(recurse=False)):
                 if type(m).__module__.startswith("torch."):
                     self.not_emulated.append(f"{name or 'model'} ({type(m).__name__})")
+                    self._listed.add(name or "model")
                 else:
                     for pn, p in m.named_parameters(recurse=False):
                         self._unchecked[id(p)] = f"{name or 'model'}.{pn}"
@@ -195,7 +197,8 @@ class Emulation:
     def seen(self, name: str, what: str) -> None:
         if what == "stated":
             self.stated.add(name)
-        elif name not in self.not_emulated:
+        elif name not in self.not_emulated and self.stack.current not in self._listed:
+            # (an op of a module already listed at entry, a GRU's gru, is not listed twice)
             self.not_emulated.append(name)
             self._refuse(name)
 

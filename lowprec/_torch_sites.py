@@ -103,8 +103,17 @@ class ModuleStack:
                       for p in m.parameters(recurse=False)}
         self.stack: list[str] = []
         self._handles: list[Any] = []
+        self._model = model
+        self.install()
+
+    def install(self) -> None:
+        """Put the hooks on every module (again, after :meth:`remove`): the maps above
+        are kept, so a capture that hooks only its captured steps pays for the hooks
+        alone, not for walking the model."""
+        if self._handles:
+            return
         for m, name in self.names.items():
-            if m is model:  # the root is "model" when nothing else runs (no hook needed)
+            if m is self._model:  # the root is "model" when nothing else runs (no hook)
                 continue
             self._handles.append(m.register_forward_pre_hook(self._push(name)))
             self._handles.append(m.register_forward_hook(self._pop, always_call=True))
@@ -140,6 +149,10 @@ class ModuleStack:
         n = self._calls.get((cur, op), 0)
         self._calls[cur, op] = n + 1
         return f"{cur}.{op}" + (f"_{n}" if n else "")
+
+    @property
+    def installed(self) -> bool:
+        return bool(self._handles)
 
     def remove(self) -> None:
         for h in self._handles:

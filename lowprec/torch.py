@@ -184,7 +184,8 @@ class Capture:
         self._handles: list[Any] = []
         self._layer_handles: list[Any] = []
         self._param_names = None if params is None else set(params)
-        self._stack: ModuleStack | None = None
+        self._stack: ModuleStack | None = None  # built at the first captured step
+        self._hooked = False  # the site and parameter hooks are in place
         self._mode = SiteMode(self)
         self._entered = 0
 
@@ -198,14 +199,17 @@ class Capture:
         self._on = self._step % self.every == 0
         # The site hooks are in place only for captured steps (installed at their
         # forward, removed at the next step's): other steps pay for this hook alone.
-        if self._on and self._stack is None:
-            self._stack = ModuleStack(self.model)
+        if self._on and not self._hooked:
+            if self._stack is None:
+                self._stack = ModuleStack(self.model)
+            self._stack.install()
+            self._hooked = True
             for name, own in self.params.items():
                 for pname, p in own:
                     if p.requires_grad:
                         self._layer_handles.append(
                             p.register_hook(self._param_hook(name, _kind_of_param(pname))))
-        elif not self._on and self._stack is not None:
+        elif not self._on and self._hooked:
             self._remove_layer_hooks()
         if self._on:
             self._stack.reset()  # type: ignore[union-attr]
@@ -330,7 +334,7 @@ class Capture:
         self._layer_handles.clear()
         if self._stack is not None:
             self._stack.remove()
-            self._stack = None
+        self._hooked = False
 
     def remove(self) -> None:
         """Remove every hook (leaving the ``with`` block does it)."""

@@ -232,3 +232,18 @@ def test_recommend_picks_the_narrowest_recipe_meeting_the_thresholds() -> None:
     assert math.log2(rec.loss_scale) == int(math.log2(rec.loss_scale))
     with pytest.raises(ValueError, match="not in the report"):
         r.recommend(candidates=["nvfp4"])
+
+
+def test_recommend_reasons_read_true_at_the_threshold() -> None:
+    """A rejection's numbers carry the digits that show them past the limit: an
+    underflow of 0.104% against 0.1% reads "0.104% > 0.10%", never "0.10% > 0.10%"."""
+    # 100,000 values, 104 of them far below fp8_e4m3's smallest subnormal (2^-9) and normal
+    # in fp16: 0.104% underflow in fp8_e4m3, none in fp16
+    x = np.ones(100_000, np.float32)
+    x[:104] = 1e-4
+    r = inspect.report({"l/input": x}, ["fp8_e4m3", "fp16"])
+    rec = r.recommend(max_underflow=1e-3, min_sqnr_db=0, candidates=["fp8_e4m3", "fp16"])
+    (why,) = [w for n, w in rec.choice("l", "input").rejected if n == "fp8_e4m3"]
+    shown = float(why.split("underflow ")[1].split("%")[0]) / 100
+    assert shown > 1e-3 and why.endswith("> 0.10%"), why
+    assert rec.choice("l", "input").recipe == "fp16"

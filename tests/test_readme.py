@@ -60,6 +60,7 @@ def test_readme_opens_with_the_two_commands():
     assert test_command == 'pip install -e ".[test,torch]" && pytest'
     ci = (README.parent / ".ci" / "run").read_text()
     assert ci.rstrip().splitlines()[-1] == test_command
+    assert "trap" in ci and "CI run time" in ci  # CI prints its own run time at its end
 
 
 def test_readme_stays_short():

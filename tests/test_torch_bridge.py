@@ -211,6 +211,13 @@ def test_bad_models_and_empty_captures() -> None:
         lpt.emulate(torch.nn.Sequential(torch.nn.LSTM(2, 2)), "fp16-amp", strict=True)
     with pytest.warns(UserWarning, match=r"not emulated: 0 \(LSTM\)"):
         lpt.emulate(torch.nn.Sequential(torch.nn.LSTM(2, 2)), "fp16-amp").remove()
+    # run, the LSTM's own op is the module already listed, not a second entry
+    lstm = torch.nn.Sequential(torch.nn.LSTM(2, 2))
+    with pytest.warns(UserWarning) as warned:
+        with lpt.emulate(lstm, "fp16-amp") as emu:
+            lstm(torch.ones(3, 1, 2))
+    assert emu.not_emulated == ["0 (LSTM)"]
+    assert [str(w.message).split(" (lowprec")[0] for w in warned] == ["not emulated: 0 (LSTM)"]
     with pytest.raises(ValueError, match="nothing was captured"):
         with lpt.capture(_model()) as cap:
             pass

@@ -174,6 +174,25 @@ def _aggregate(rows: list[dict[str, Any]]) -> dict[str, float]:
             "bits": float(np.mean([r["bits_per_value"] for r in rows]))}
 
 
+
+def _pct_above(frac: float, limit: float) -> str:
+    """``frac`` as a percentage with the digits that show it above ``limit`` (0.104%
+    rather than a "0.10% > 0.10%" that reads false)."""
+    for digits in range(2, 8):
+        text = f"{frac:.{digits}%}"
+        if float(text[:-1]) / 100 > limit or digits == 7:
+            return text
+    return f"{frac:%}"
+
+
+def _below(db: float, limit: float) -> str:
+    """An SQNR in dB with the digits that show it below ``limit``."""
+    for digits in range(1, 7):
+        text = f"{db:.{digits}f}"
+        if not float(text) >= limit or digits == 6:
+            return text
+    return f"{db}"
+
 def recommend(report: Any, *, max_underflow: float = 1e-3, min_sqnr_db: float = 20.0,
               candidates: Iterable[str] | None = None) -> Recommendation:
     """Per layer and tensor kind, the narrowest recipe of ``candidates`` (default: the
@@ -207,11 +226,12 @@ def recommend(report: Any, *, max_underflow: float = 1e-3, min_sqnr_db: float = 
             s = stats[nm]
             why = []
             if s["underflow_frac"] > max_underflow:
-                why.append(f"underflow {s['underflow_frac']:.2%} > {max_underflow:.2%}")
+                why.append(f"underflow {_pct_above(s['underflow_frac'], max_underflow)} > "
+                           f"{max_underflow:.2%}")
             if s["overflow"]:
                 why.append(f"{s['overflow']} values overflowed")
             if not s["sqnr_db"] >= min_sqnr_db:
-                why.append(f"SQNR {s['sqnr_db']:.1f} dB < {min_sqnr_db:g} dB")
+                why.append(f"SQNR {_below(s['sqnr_db'], min_sqnr_db)} dB < {min_sqnr_db:g} dB")
             if why:
                 rejected.append((nm, "; ".join(why)))
                 continue
