@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._child import library_uses
+
 __all__ = ["Outcome", "namespaces_available", "run_cells"]
 
 TAIL = 64 * 1024  #: bytes of the submission's output kept (the last ones)
@@ -323,25 +325,6 @@ def _end(channel: _Channel, pidns: int | None, sid: int | None) -> list[int]:
     return members()
 
 
-def _static_library_uses(source: str) -> list[str]:
-    """lowprec or ml_dtypes imports in a cell's source (the grader's own reading)."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return []
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [f"import {a.name}" for a in node.names
-                      if a.name.split(".")[0] in ("lowprec", "ml_dtypes")]
-        elif isinstance(node, ast.ImportFrom) and \
-                (node.module or "").split(".")[0] in ("lowprec", "ml_dtypes"):
-            found.append(f"from {node.module} import ...")
-    return found
-
-
 def run_cells(cells: list[dict[str, Any]], exercises: list[Any], timeout: float,
               memory_mb: int, *, isolate: bool | None = None,
               require: bool = False) -> Outcome:
@@ -448,7 +431,8 @@ def _drive(channel: _Channel, cells: list[dict[str, Any]], by_label: dict[str, A
         if by_hand:
             found = [str(u) for u in rec.get("library") or []]
             uses.setdefault(str(label), []).extend(
-                sorted(set(found + _static_library_uses(cell["source"]))))
+                # what the child says, and the grader's own reading of the source
+                sorted(set(found + library_uses(cell["source"], {}))))
     out.running = ""
     if current is not None and not snap(current.names, current.label):
         return
