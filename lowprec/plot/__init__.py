@@ -19,7 +19,8 @@ Families of figures, one module each:
    :func:`underflow_per_layer`, :func:`loss_scale_trace`, :func:`lost_updates`.
 5. Scaling and accumulation (``scaling``; plain numbers in, so any source works):
    :func:`scheme_errors`, :func:`outlier_scaling`, :func:`accumulation_error`,
-   :func:`quantizer_lab` (bias and variance of gradient quantizers).
+   :func:`quantizer_lab` (bias and variance of gradient quantizers),
+   :func:`noise_threshold` (FP4-All-the-Way's sqrt(3) test per layer).
 
 Colours are the Okabe-Ito palette, safe for the common forms of colour blindness
 (``._style``). Every name is re-exported here: import from ``lowprec.plot``.
@@ -40,7 +41,13 @@ from ._style import (
 from .formats import format_comparison, number_line, spacing, ulp_steps
 from .inspect import inspect_heatmap, inspect_histograms
 from .rounding import relative_error, running_sum, stochastic_rounding
-from .scaling import accumulation_error, outlier_scaling, quantizer_lab, scheme_errors
+from .scaling import (
+    accumulation_error,
+    noise_threshold,
+    outlier_scaling,
+    quantizer_lab,
+    scheme_errors,
+)
 from .training import (
     final_ranking,
     loss_scale_trace,
@@ -59,6 +66,7 @@ __all__ = [
     "REGION_LABELS",
     "accumulation_error",
     "quantizer_lab",
+    "noise_threshold",
     "final_ranking",
     "format_comparison",
     "gradient_samples",

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.ticker import ScalarFormatter
 
 from ._style import (
     OKABE_ITO,
@@ -14,7 +15,8 @@ from ._style import (
     _new_ax,
 )
 
-__all__ = ["accumulation_error", "outlier_scaling", "quantizer_lab", "scheme_errors"]
+__all__ = ["accumulation_error", "noise_threshold", "outlier_scaling", "quantizer_lab",
+           "scheme_errors"]
 
 # --------------------------------------------------- 5. scaling and accumulation
 def scheme_errors(
@@ -105,7 +107,6 @@ def outlier_scaling(
     ax.set_xlabel("element index" + (f"  (dotted lines: blocks of {block_size})"
                                      if block_size else ""))
     ax.set_ylabel("relative error of the element (log scale)")
-    ax.legend(fontsize=8, loc="lower right")
     ax.set_title(title or "One outlier, per-tensor against per-block scaling")
     return ax
 
@@ -176,4 +177,45 @@ def quantizer_lab(
     ax.legend(fontsize=8)
     ax.grid(True, axis="y", color="0.92", linewidth=0.6)
     ax.set_title(title or "Gradient quantizers: bias and variance")
+    return ax
+
+
+def noise_threshold(
+    rows: Any,
+    *,
+    title: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """FP4-All-the-Way's test per layer: a horizontal bar of each layer's ratio of
+    expected-gradient norm to quantization noise (log scale), a line at sqrt(3), the
+    bars below it in the warning colour.
+
+    ``rows``: :func:`lowprec.recipes.lab.noise_threshold`'s rows (anything with
+    ``name``, ``ratio``, ``steps`` and ``quantizer``); gid of each bar: its layer's name.
+    """
+    rows = list(rows)
+    if not rows:
+        raise ValueError("noise_threshold needs at least one row to draw")
+    ax = _new_ax(ax, (7.5, 1.2 + 0.35 * len(rows)))
+    limit = float(np.sqrt(3.0))
+    for i, r in enumerate(rows):
+        below = r.ratio < limit
+        ax.barh(i, r.ratio, color=OKABE_ITO["vermillion" if below else "blue"], gid=r.name)
+        ax.annotate(f" {r.ratio:.3g}", (r.ratio, i), va="center", fontsize=8)
+    ax.axvline(limit, color="0.2", linestyle="--", linewidth=1)
+    ax.text(limit, 1.01, "sqrt(3)", transform=ax.get_xaxis_transform(), ha="center",
+            va="bottom", fontsize=8)
+    ax.set_yticks(range(len(rows)), [r.name for r in rows])
+    ax.set_ylim(len(rows) - 0.5, -0.5)  # the first row on top
+    ratios = [r.ratio for r in rows if np.isfinite(r.ratio) and r.ratio > 0]
+    if ratios and max(ratios) / min(ratios) > 50:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+    else:
+        ax.set_xlim(0, 1.15 * max([limit, *ratios]))
+    ax.set_xlabel("||expected gradient|| / quantization noise "
+                  f"({rows[0].quantizer}, mean over {rows[0].steps} steps)")
+    ax.grid(True, axis="x", color="0.92", linewidth=0.6)
+    ax.set_title(title or "Is the gradient above the quantization noise? "
+                 "(FP4 All the Way: train in FP4 while >= sqrt(3))", pad=14)
     return ax

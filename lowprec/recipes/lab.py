@@ -34,6 +34,9 @@ deterministic one has variance 0 and its whole error in ``bias``.
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +48,7 @@ from ..hadamard import rht, rht_matrix
 from ..rounding import round_to
 from . import nvfp4
 
-__all__ = ["QUANTIZERS", "BlockStats", "block_stats"]
+__all__ = ["QUANTIZERS", "SQRT3", "BlockStats", "NoiseRow", "block_stats", "noise_threshold"]
 
 QUANTIZERS = ("rtn", "sr", "4over6", "rht_sr", "eden")
 _STOCHASTIC = {"sr", "rht_sr", "eden"}
@@ -132,3 +135,110 @@ def block_stats(x: Any, quantizers: Any = QUANTIZERS, draws: int = 64,
         out[name] = BlockStats(np.sqrt((mean ** 2).reshape(blocks).mean(axis=-1)),
                                np.maximum(var, 0).reshape(blocks).mean(axis=-1), n)
     return out
+
+
+#: FP4-All-the-Way's threshold (Chmiel, Fishman, Banner and Soudry, "FP4 All the Way:
+#: Fully Quantized Training of LLMs", arXiv 2505.19115): quantized training stops being
+#: effective once the gradient's norm falls below about sqrt(3) times the quantization
+#: noise's.
+SQRT3 = math.sqrt(3.0)
+
+@dataclass(frozen=True)
+class NoiseRow:
+    """One layer's gradient against its quantizer, over ``steps`` captured steps:
+    ``norm`` = ||mean of the steps' gradients|| (the expected gradient, estimated),
+    ``noise`` = the root of the mean over steps of sum(E[(Q(g) - g)^2]) (each step's
+    expectation estimated from the draws), ``ratio`` = norm / noise and ``below`` =
+    ratio < sqrt(3)."""
+
+    name: str
+    quantizer: str
+    steps: int
+    size: int
+    norm: float
+    noise: float
+
+    @property
+    def ratio(self) -> float:
+        return self.norm / self.noise if self.noise > 0 else math.inf
+
+    @property
+    def below(self) -> bool:
+        return self.ratio < SQRT3
+
+    def __str__(self) -> str:
+        flag = "  < sqrt(3): quantized training no longer effective" if self.below else ""
+        return (f"{self.name:28s} {self.steps:5d} {self.size:9d} {self.norm:11.4g} "
+                f"{self.noise:11.4g} {self.ratio:8.3g}{flag}")
+
+
+def _groups(tensors: Any) -> dict[str, list[np.ndarray]]:
+    """Weight gradients by layer, in step order: from one array, a mapping
+    ``"LAYER/weight_grad@STEP" -> array``, or a :class:`lowprec.torch.Capture` (whose
+    weight gradients must have been kept whole: ``max_values`` >= their size)."""
+    if hasattr(tensors, "samples") and hasattr(tensors, "tensors"):
+        cut = [k for k, smp in tensors.samples.items()
+               if "/weight_grad@" in k and smp.amax is not None]
+        if cut:
+            raise ValueError(f"{cut[0]} was captured as a sample, not whole: capture with "
+                             f"max_values >= its size (a mean over steps needs the whole "
+                             f"gradient)")
+        layers = list(getattr(tensors, "layers", ()))  # the model's order
+        found = _groups(tensors.tensors())
+        return {k: found[k] for k in sorted(found, key=lambda k: (
+            layers.index(k) if k in layers else len(layers), k))}
+    if not isinstance(tensors, Mapping):
+        return {"tensor": [as_working_array(tensors)]}
+    out: dict[str, list[tuple[int, np.ndarray]]] = {}
+    for name, t in tensors.items():
+        m = re.match(r"^(.*)/weight_grad(?:@(\d+))?$", str(name))
+        if m is not None:
+            out.setdefault(m.group(1), []).append((int(m.group(2) or 0), as_working_array(t)))
+    if not out:
+        raise ValueError(f"no weight gradient among the {len(tensors)} tensors given "
+                         "(names 'LAYER/weight_grad@STEP', or give one array)")
+    return {k: [t for _, t in sorted(v, key=lambda st: st[0])] for k, v in out.items()}
+
+
+def noise_threshold(tensors: Any, quantizer: str = "sr", draws: int = 16,
+                    rng: Any = None) -> list[NoiseRow]:
+    """FP4-All-the-Way's test per layer: is the expected gradient's norm above sqrt(3)
+    times the noise that ``quantizer`` (one of :data:`QUANTIZERS`; the recipe quantizes
+    gradients with ``"sr"``) adds to each step's gradient?
+
+    ``tensors``: a :class:`lowprec.torch.Capture` (weight gradients kept whole), a
+    mapping ``"LAYER/weight_grad@STEP" -> array`` or one array. The expected gradient is
+    estimated by the mean of the steps' gradients (it still holds the batches' sampling
+    noise divided by the number of steps, so with few steps its norm is too large and a
+    ``below`` comes late, never early; one array or one step: its own norm). Each
+    tensor is read in blocks of 16 consecutive values (the last axis's 1x16 blocks where
+    that axis is a multiple of 16; else a flat tail padded with zeros, which quantize to
+    0 exactly); its noise is the mean squared error of ``draws`` draws, an unbiased
+    estimate of sum(E[(Q(g) - g)^2]).
+    """
+    if quantizer not in QUANTIZERS:
+        raise ValueError(f"unknown quantizer {quantizer!r}; choose from {QUANTIZERS}")
+    gen = _get_rng(rng)
+    rows = []
+    for name, steps in _groups(tensors).items():
+        shapes = {g.shape for g in steps}
+        if len(shapes) != 1:
+            raise ValueError(f"{name}: the steps' gradients differ in shape {sorted(shapes)}")
+        noise2 = 0.0
+        for g in steps:
+            flat = np.asarray(g, dtype=np.float32).reshape(-1)
+            if flat.size == 0 or not np.isfinite(flat).all():
+                raise ValueError(f"{name}: noise_threshold needs non-empty, finite gradients")
+            if g.ndim >= 2 and g.shape[-1] % 16 == 0:
+                x2 = flat.reshape(-1, g.shape[-1])
+            else:
+                x2 = np.concatenate([flat, np.zeros(-flat.size % 16, np.float32)])
+                x2 = x2.reshape(-1, 16)
+            st = block_stats(x2, (quantizer,), draws=draws, rng=gen)[quantizer]
+            n = st.draws
+            noise2 += 16.0 * float((st.bias ** 2 + st.variance * ((n - 1) / n)).sum())
+        mean = np.mean([np.asarray(g, dtype=np.float64) for g in steps], axis=0)
+        rows.append(NoiseRow(name, quantizer, len(steps), int(mean.size),
+                             float(np.sqrt(np.sum(mean ** 2))),
+                             float(np.sqrt(noise2 / len(steps)))))
+    return rows
