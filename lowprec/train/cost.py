@@ -96,7 +96,7 @@ def compute_class(q: Quant | None) -> str:
         return "fp32"
     if q.scaling == "mx":
         return _MX_CLASS[q.format]
-    if q.scaling == "nvfp4":
+    if q.scaling == "nvfp4" or q.format == "nvfp4":  # NVFP4, and the recipe's quantizers
         return "fp4"
     name = q.format
     if name.startswith("fp8"):
