@@ -13,8 +13,8 @@ __all__ = ["check_rht_amax", "check_sr8_probability"]
 
 
 def check_sr8_probability(v: float, answer: Any) -> None:
-    """The probability that the recipe's 8-bit stochastic rounding sends the E2M1-domain
-    value ``v`` (0 < |v| < 6, not an E2M1 value) up, found by running
+    """The probability that the recipe's 8-bit stochastic rounding sends the magnitude of
+    the E2M1-domain value ``v`` (0 < |v| < 6, not an E2M1 value) up, found by running
     :func:`lowprec.recipes.nvfp4.quantize` over all 256 random bytes."""
     from ..recipes import nvfp4 as recipe
 
@@ -28,14 +28,14 @@ def check_sr8_probability(v: float, answer: Any) -> None:
     rbits = np.zeros((256, 16), np.uint8)
     rbits[:, 0] = np.arange(256)
     out = recipe.quantize(block, rounding="stochastic", rbits=rbits, global_amax=2688.0)
-    vals = out.dequantize()[:, 0]
-    lo, hi = float(vals.min()), float(vals.max())
+    mags = np.abs(out.dequantize()[:, 0])
+    lo, hi = float(mags.min()), float(mags.max())
     if lo == hi:
         raise ValueError(f"{v!r} is an E2M1 value: it is never rounded")
-    expected = float(np.count_nonzero(vals == hi)) / 256
-    frac = (abs(v) - min(abs(lo), abs(hi))) / abs(hi - lo)
+    expected = float(np.count_nonzero(mags == hi)) / 256  # |v| rounded up, away from 0
+    frac = (abs(v) - lo) / (hi - lo)
     p = _number(answer, "probability of rounding up")
-    why = (f"|v| = {abs(v)!r} lies between {min(abs(lo), abs(hi))!r} and {max(abs(lo), abs(hi))!r}, "
+    why = (f"|v| = {abs(v)!r} lies between {lo!r} and {hi!r}, "
            f"a fraction {frac:.6g} of the gap; the recipe keeps 8 bits of that fraction, "
            f"t = floor(256 * {frac:.6g}) = {round(expected * 256)}, and rounds up when the "
            f"random byte plus t reaches 256: probability t/256 = {expected:.6g}")
