@@ -220,3 +220,31 @@ def test_the_vocabulary_and_its_refusals():
         Policy("x", "", keep_last=-1)
     with pytest.raises(ValueError, match="mode must be 'rne'"):
         Quant("nvfp4", "stochastic", "nvfp4_1x16_4over6")
+
+
+def test_the_recipe_schemes_measure_the_recipe_quantizers():
+    """inspect's apply (what report measures and emulate rounds) against the recipe's
+    functions called directly; nvfp4_1x16 equals lowprec.nvfp4 on a finite tensor."""
+    from lowprec import nvfp4
+    from lowprec.hadamard import rht
+    from lowprec.inspect.recipes import apply
+
+    x = (np.random.default_rng(9).standard_normal((32, 64))
+         * np.exp2(np.random.default_rng(10).integers(-6, 7, (32, 64)))).astype(F32)
+
+    def q(name):
+        return apply(get_scheme(name), x).q
+
+    np.testing.assert_array_equal(q("nvfp4_1x16"), R.quantize(x).dequantize())
+    np.testing.assert_array_equal(q("nvfp4_1x16"), nvfp4.quantize(x).dequantize())
+    np.testing.assert_array_equal(q("nvfp4_16x16"), R.quantize(x, (16, 16)).dequantize())
+    np.testing.assert_array_equal(q("nvfp4_16x16_4over6"),
+                                  R.quantize(x, (16, 16), four_over_six=True).dequantize())
+    np.testing.assert_array_equal(q("nvfp4_rht"),
+                                  R.unrotate(R.quantize(rht(x)).dequantize()))
+    sr = apply(get_scheme("nvfp4_1x16_sr"), x, rng=np.random.default_rng(4)).q
+    np.testing.assert_array_equal(sr, R.quantize(x, rounding="stochastic",
+                                                 rng=np.random.default_rng(4)).dequantize())
+    # the rotated-back values approximate x about as well as the unrotated quantizer
+    err = [np.linalg.norm(q(n) - x) / np.linalg.norm(x) for n in ("nvfp4_1x16", "nvfp4_rht")]
+    assert 0 < err[1] < 2 * err[0]
