@@ -248,3 +248,22 @@ def test_the_recipe_schemes_measure_the_recipe_quantizers():
     # the rotated-back values approximate x about as well as the unrotated quantizer
     err = [np.linalg.norm(q(n) - x) / np.linalg.norm(x) for n in ("nvfp4_1x16", "nvfp4_rht")]
     assert 0 < err[1] < 2 * err[0]
+
+
+def test_lowprec_train_takes_gemm_formats(tmp_path, capsys):
+    from lowprec.cli import main
+    from lowprec.train import load_run
+
+    out = tmp_path / "runs"
+    assert main(["train", "--policy", "bf16-master", "--gemms", HYBRID, "--steps", "3",
+                 "--out", str(out)]) == 0
+    run = load_run(out / "bf16-master+gemms")
+    got = Policy.from_dict(run.policy_config)
+    assert got == get_policy("bf16-master").with_gemms(HYBRID, name="bf16-master+gemms")
+    assert dict(got.gemms)["wgrad.output_grad"] == Quant("fp8_e5m2", scaling="current")
+    capsys.readouterr()
+    assert main(["train", "--policy", "nvfp4", "--gemms", "bgrad=fp8_e4m3"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown operand 'bgrad'" in err and "Traceback" not in err
+    assert main(["train", "--policy", "nvfp4", "--gemms", "wgrad.input=nvfp4_1x16"]) == 2
+    assert "rotates one operand" in capsys.readouterr().err
