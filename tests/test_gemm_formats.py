@@ -220,6 +220,12 @@ def test_the_vocabulary_and_its_refusals():
         Policy("x", "", keep_last=-1)
     with pytest.raises(ValueError, match="mode must be 'rne'"):
         Quant("nvfp4", "stochastic", "nvfp4_1x16_4over6")
+    # the transform's groups of 16 along the tokens: a batch of 5 is refused, clearly
+    r = gemm_rounders(get_policy("nvfp4").gemm_quants(), np.random.default_rng(0))
+    z = gemm(Tensor(np.ones((5, 16), F32)), Tensor(np.ones((16, 16), F32),
+                                                   requires_grad=True), r)
+    with pytest.raises(ValueError, match=r"multiple of 16 \(for a wgrad operand: the tokens"):
+        z.backward(np.ones((5, 16), F32))
 
 
 def test_the_recipe_schemes_measure_the_recipe_quantizers():

@@ -375,6 +375,11 @@ def quantize_along(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *,
     with np.errstate(over="ignore"):
         moved = np.moveaxis(arr.astype(np.float32, copy=False), axis, -1)
     if hadamard:
+        if moved.shape[-1] % 16:
+            raise ValueError(f"the random Hadamard transform (nvfp4_rht) runs along the "
+                             f"quantized axis in groups of 16, so its length must be a "
+                             f"multiple of 16 (for a wgrad operand: the tokens, batch x "
+                             f"sequence), got {moved.shape[-1]}")
         moved = rht(moved, axis=-1)
     moved = np.ascontiguousarray(moved)
     if rounding == "rne":
