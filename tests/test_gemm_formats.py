@@ -273,3 +273,15 @@ def test_lowprec_train_takes_gemm_formats(tmp_path, capsys):
     assert "unknown operand 'bgrad'" in err and "Traceback" not in err
     assert main(["train", "--policy", "nvfp4", "--gemms", "wgrad.input=nvfp4_1x16"]) == 2
     assert "rotates one operand" in capsys.readouterr().err
+
+
+def test_cost_classes_the_gemms_by_what_they_read():
+    from lowprec.train.cost import estimate
+
+    nv = estimate((64, 64, 64, 10), "nvfp4", batch=64)
+    assert [r.compute_class for r in nv.rows] == ["fp4", "fp4", "fp16"]  # last: bf16
+    bf16 = estimate((64, 64, 64, 10), "bf16-master", batch=64)
+    assert [r.compute_class for r in bf16.rows] == ["fp16"] * 3
+    assert nv.rows[0].bytes_moved < bf16.rows[0].bytes_moved  # 4.5-bit operands, not 16
+    roles = estimate((64, 64, 64, 10), get_policy("nvfp4").replace(gemms=()), batch=64)
+    assert nv.rows[2] == roles.rows[2]  # the kept layer: its stored (bf16) operands
