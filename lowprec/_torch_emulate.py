@@ -29,6 +29,7 @@ from ._torch_sites import (
     site_of,
 )
 from .formats import FloatFormat, get_format
+from .train.gemm import gemm_rounders
 from .train.policy import Policy, Quant
 from .train.quant import make_rounder
 
@@ -60,7 +61,7 @@ def element(q: Quant) -> FloatFormat:
     """The format of ``q``'s stored elements."""
     if q.scaling == "mx":
         return mx.get_mx_format(q.format).element
-    if q.scaling == "nvfp4":
+    if q.scaling == "nvfp4" or q.format == "nvfp4":
         from .nvfp4 import ELEMENT
 
         return ELEMENT
@@ -78,6 +79,56 @@ class _Apply(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
         return (g if ctx.bwd is None else numpy_apply(g, ctx.bwd)), None, None
+
+
+#: Each GEMM operand's reduction axis in ``F.linear``'s layout (input: tokens x K,
+#: weight: N x K, output gradient: tokens x N; the tokens flattened to one axis).
+TORCH_AXES = {"fprop.input": -1, "fprop.weight": 1, "dgrad.output_grad": -1,
+              "dgrad.weight": 0, "wgrad.output_grad": 0, "wgrad.input": 0}
+
+
+def _read(r: Any, t: torch.Tensor) -> torch.Tensor:
+    return t if r is None else numpy_apply(t, r)
+
+
+class _Gemms(torch.autograd.Function):
+    """``F.linear`` whose fprop, dgrad and wgrad GEMMs read their operands through the
+    rounders ``r`` (:mod:`lowprec.train.gemm`, with :data:`TORCH_AXES`), in float32 with
+    autocast off; the result and the gradients in the operands' dtypes. Backward forms
+    dgrad first (when the input needs a gradient), then wgrad, then the bias gradient
+    (the sum of the output gradient as it arrives)."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, w: torch.Tensor, b: Any, r: Any) -> torch.Tensor:
+        ctx.save_for_backward(x, w)
+        ctx.r, ctx.b_dtype = r, None if b is None else b.dtype
+        with torch.autocast(x.device.type, enabled=False):
+            x2 = x.float().reshape(-1, x.shape[-1])
+            out = F_linear(_read(r["fprop.input"], x2), _read(r["fprop.weight"], w.float()),
+                           None if b is None else b.float())
+        return out.reshape(*x.shape[:-1], out.shape[-1]).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, g: torch.Tensor) -> tuple[Any, ...]:
+        x, w = ctx.saved_tensors
+        r = ctx.r
+        g2 = g.float().reshape(-1, g.shape[-1])
+        dx = dw = db = None
+        with torch.autocast(g.device.type, enabled=False):
+            if ctx.needs_input_grad[0]:
+                dx = _read(r["dgrad.output_grad"], g2) @ _read(r["dgrad.weight"], w.float())
+                dx = dx.reshape(x.shape).to(x.dtype)
+            if ctx.needs_input_grad[1]:
+                x2 = x.float().reshape(-1, x.shape[-1])
+                dw = (_read(r["wgrad.output_grad"], g2).T
+                      @ _read(r["wgrad.input"], x2)).to(w.dtype)
+            if ctx.needs_input_grad[2]:
+                db = g2.sum(0).to(ctx.b_dtype)
+        return dx, dw, db, None
+
+
+def F_linear(x: torch.Tensor, w: torch.Tensor, b: Any) -> torch.Tensor:
+    return torch.nn.functional.linear(x, w, b)
 
 
 def numpy_apply(t: torch.Tensor, fn: Any) -> torch.Tensor:
@@ -117,6 +168,11 @@ class Emulation:
         self._rng = np.random.default_rng(seed)
         self._rounders: dict[tuple[str, str], Any] = {}
         self._promoted: torch.dtype | None = None
+        self._gemms: dict[str, Any] = {}
+        # the NVFP4 recipe keeps the last linear layers out of the GEMM formats
+        linears = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+        self._kept = set(linears[len(linears) - policy.keep_last:]) if policy.keep_last \
+            else set()
         self._hooked: set[int] = set()
         self._handles: list[Any] = []
         # PyTorch's own modules are known at entry; the parameters of your own modules
@@ -273,6 +329,9 @@ class Emulation:
         if op in LINEAR.values() or op == "embedding":
             w = args[1] if len(args) > 1 else kwargs.get("weight")
             site = site_of(st, op, w)
+            gemms = self._gemm_rounders(site) if op == "linear" else None
+            if gemms is not None:
+                return self._linear_gemms(func, args, kwargs, site, w, gemms)
             if op != "embedding":
                 args[0] = self._round(site, "input", args[0], op)
             if len(args) > 1:
@@ -300,6 +359,34 @@ class Emulation:
         args[i] = self._round(site, "input", a, op)
         args[i + 1] = self._round(site, kb, b, op)
         return self._run(func, args, kwargs, site, b if kb == "weight" else None)
+
+    def _gemm_rounders(self, site: str) -> Any:
+        """The rounders of the GEMM operands of the linear layer ``site`` (None: the
+        policy names no GEMM formats for it, or it is one of the last ``keep_last``)."""
+        if site not in self._gemms:
+            quants = None if site in self._kept else self.policy.gemm_quants(site)
+            self._gemms[site] = None if quants is None else gemm_rounders(
+                quants, self._rng, axes=TORCH_AXES)
+            for op, q in (quants or {}).items():
+                if q is not None:
+                    self.points.append({"layer": site, "role": op, "quant": str(q)})
+        return self._gemms[site]
+
+    def _linear_gemms(self, func: Any, args: list[Any], kwargs: dict[str, Any], site: str,
+                      w: Any, gemms: Any) -> Any:
+        """``F.linear`` with the role roundings, then each GEMM reading its operands as the
+        policy's ``gemms`` say (:class:`_Gemms`)."""
+        names = ("input", "weight", "bias")
+        kw = dict(zip(names, args))
+        kw.update(kwargs)
+        x = self._round(site, "input", kw["input"], "linear")
+        wr = self._round(site, "weight", kw["weight"], "linear")
+
+        def linear(x: Any, w: Any, bias: Any = None) -> Any:
+            return _Gemms.apply(x, w, bias, gemms)
+
+        return self._run(linear, [x, wr, kw.get("bias")], {}, site,
+                         w if id(w) in self.stack.owner else None)
 
     def _sdpa(self, func: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         """Attention as two rounded matmuls around a float32 softmax (see the module

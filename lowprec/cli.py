@@ -56,7 +56,7 @@ examples:
   lowprec info                            the table of formats
   lowprec info fp8_e4m3                   everything about one format
   lowprec explain 0.1 -f bf16,fp8_e4m3    how 0.1 rounds, bit by bit
-  lowprec demo                            train eleven precision recipes side by side
+  lowprec demo                            train thirteen precision recipes side by side
   lowprec train --help                    the options of one sub-command
 
 exit status: 0 done, 1 the work failed, 2 bad usage or argument, 3 no GPU for --gpu,

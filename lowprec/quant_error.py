@@ -20,6 +20,9 @@ objects); options are ``key=value`` or flags:
 ``mxfp8_e4m3`` ... ``mxint8``   OCP MX (:func:`mx.quantize`); ``block=32``,
                                 ``rule=floor|ceil|rceil|even``, ``axis=-1``
 ``nvfp4``                       NVFP4 (:func:`nvfp4.quantize`); ``block=16``, ``axis=-1``
+``nvfp4_1x16`` ... ``_4over6``  the NVFP4 training recipe's quantizers
+                                (:data:`lowprec.schemes.NVFP4_RECIPE_KINDS`); ``axis=-1``;
+                                ``nvfp4_rht`` is measured rotated back
 ==============================  ===============================================
 
 Every name of the :mod:`lowprec.schemes` table is a spec too (``"fp8_e4m3_current"`` is
@@ -54,6 +57,7 @@ from . import mx, nvfp4, scaling
 from ._blocks import as_working_array, overflow_threshold
 from .formats import get_format
 from .rounding import check_mode, round_to
+from .schemes import NVFP4_RECIPE_KINDS
 
 __all__ = [
     "Scheme",
@@ -65,7 +69,7 @@ __all__ = [
     "to_columns",
 ]
 
-_KINDS = ("cast", "per_tensor", "tiles", "nvfp4", *mx.MX_FORMATS)
+_KINDS = ("cast", "per_tensor", "tiles", "nvfp4", *NVFP4_RECIPE_KINDS, *mx.MX_FORMATS)
 
 
 @dataclass(frozen=True)
@@ -116,6 +120,17 @@ class Scheme:
             _no_more(o, self)
             return t.dequantize(), t.clip_threshold(), t.bits_per_value
         axis = int(o.pop("axis", -1))
+        if self.kind in NVFP4_RECIPE_KINDS:
+            from .recipes.nvfp4 import quantize_along
+
+            _no_more(o, self)
+            shape, rht, four = NVFP4_RECIPE_KINDS[self.kind]
+            t4, q4 = quantize_along(x, shape, mode, axis=axis, hadamard=rht,
+                                    four_over_six=four, rng=rng, rotate_back=True)
+            # the rotated tensor clips in the rotated domain: no per-element threshold
+            lim4 = (np.full(x.shape, np.inf) if rht
+                    else np.moveaxis(t4.clip_threshold(), -1, axis))
+            return q4, lim4, 8.0 * t4.nbytes / max(x.size, 1)
         if self.kind == "nvfp4":
             t2 = nvfp4.quantize(x, axis=axis, block_size=int(o.pop("block", 16)), mode=mode,
                                 rng=rng)
@@ -179,8 +194,8 @@ def _from_table(spec: str) -> Scheme | None:
         return Scheme("per_tensor", s.fmt, opts, name=s.name)
     if s.kind == "mx":
         return Scheme(s.fmt, None, {"rule": s.scale_rule, **opts}, name=s.name)
-    if s.kind == "nvfp4":
-        return Scheme("nvfp4", None, opts, name=s.name)
+    if s.kind == "nvfp4" or s.kind in NVFP4_RECIPE_KINDS:
+        return Scheme(s.kind, None, opts, name=s.name)
     raise ValueError(f"scheme {spec!r} ({s.kind}) has no compare_schemes equivalent")
 
 

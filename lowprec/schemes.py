@@ -43,11 +43,32 @@ from . import mx, nvfp4
 from ._names import did_you_mean
 from .formats import FloatFormat, get_format
 
-__all__ = ["KINDS", "SCHEMES", "Scheme", "get_scheme", "list_schemes"]
+__all__ = ["GEMM_DIRECTIONS", "GEMM_OPERANDS", "KINDS", "NVFP4_RECIPE_KINDS", "SCHEMES",
+           "Scheme", "get_scheme", "list_schemes", "parse_gemms"]
+
+#: NVIDIA's NVFP4 training recipe's quantizers (:mod:`lowprec.recipes.nvfp4`), one kind
+#: each: (block shape, random Hadamard transform first, 4over6). Their ``_sr`` is the
+#: recipe's stochastic rounding with 8 random bits per element.
+NVFP4_RECIPE_KINDS: dict[str, tuple[tuple[int, int], bool, bool]] = {
+    "nvfp4_1x16": ((1, 16), False, False),
+    "nvfp4_16x16": ((16, 16), False, False),
+    "nvfp4_rht": ((1, 16), True, False),
+    "nvfp4_1x16_4over6": ((1, 16), False, True),
+    "nvfp4_16x16_4over6": ((16, 16), False, True),
+}
 
 #: The kinds of scheme: plain rounding, fp16 under the loss scale, one per-tensor
-#: scale from this tensor's amax or from earlier steps' amax, OCP MX blocks, NVFP4.
-KINDS = ("cast", "loss_scale", "current", "delayed", "mx", "nvfp4")
+#: scale from this tensor's amax or from earlier steps' amax, OCP MX blocks, NVFP4,
+#: and the NVFP4 recipe's quantizers.
+KINDS = ("cast", "loss_scale", "current", "delayed", "mx", "nvfp4", *NVFP4_RECIPE_KINDS)
+
+#: The GEMM operands of a linear layer ``Y = X W``, as ``DIRECTION.KIND``: fprop reads
+#: the input and the weight, dgrad (``dX``) the output gradient and the weight, wgrad
+#: (``dW``) the output gradient and the input. A policy may store each one its own way
+#: (Transformer Engine's recipes); see :func:`parse_gemms`.
+GEMM_OPERANDS = ("fprop.input", "fprop.weight", "dgrad.output_grad", "dgrad.weight",
+                 "wgrad.output_grad", "wgrad.input")
+GEMM_DIRECTIONS = ("fprop", "dgrad", "wgrad")
 
 
 @dataclass(frozen=True)
@@ -96,13 +117,15 @@ class Scheme:
         """The format the stored elements are in."""
         if self.kind == "mx":
             return mx.get_mx_format(self.fmt).element
-        if self.kind == "nvfp4":
+        if self.kind == "nvfp4" or self.kind in NVFP4_RECIPE_KINDS:
             return nvfp4.ELEMENT
         return get_format(self.fmt)
 
     @property
     def block_size(self) -> int | None:
-        """Values per block scale (block schemes), else None."""
+        """Values per block scale along the last axis (block schemes), else None."""
+        if self.kind in NVFP4_RECIPE_KINDS:
+            return 16
         return {"mx": 32, "nvfp4": 16}.get(self.kind)
 
     @property
@@ -112,6 +135,8 @@ class Scheme:
             return self.element.width + 8 / 32
         if self.kind == "nvfp4":
             return 4 + 8 / 16
+        if self.kind in NVFP4_RECIPE_KINDS:
+            return 4 + 8 / (256 if NVFP4_RECIPE_KINDS[self.kind][0] == (16, 16) else 16)
         return float(self.element.width)
 
 
@@ -158,6 +183,19 @@ for _mxf in mx.MX_FORMATS:
                              f"OCP {_mxf.upper()}, blocks of 32, scale rule {_rule!r}", _rule))
 _TABLE.append(Scheme("nvfp4", "nvfp4", "nvfp4",
                      "NVFP4: E2M1, an E4M3 scale per 16 values, an FP32 tensor scale"))
+_RECIPE = "NVFP4 as NVIDIA's training recipe quantizes it (Transformer Engine): "
+_TABLE += [
+    Scheme("nvfp4_1x16", "nvfp4_1x16", "nvfp4", _RECIPE + "1x16 blocks (activations, "
+           "gradients); _sr: 8 random bits per element"),
+    Scheme("nvfp4_16x16", "nvfp4_16x16", "nvfp4", _RECIPE + "16x16 blocks (weights: W and "
+           "W^T quantize alike)"),
+    Scheme("nvfp4_rht", "nvfp4_rht", "nvfp4", _RECIPE + "random Hadamard transform of 16 "
+           "values, then 1x16 blocks (wgrad operands; stand-alone, rotated back)"),
+    Scheme("nvfp4_1x16_4over6", "nvfp4_1x16_4over6", "nvfp4", _RECIPE + "1x16 blocks, each "
+           "block scaled to 6 or to 4, whichever errs less (4over6)"),
+    Scheme("nvfp4_16x16_4over6", "nvfp4_16x16_4over6", "nvfp4", _RECIPE + "16x16 blocks, "
+           "4over6"),
+]
 
 #: Every scheme of the table, by name (round to nearest even; ``NAME_sr`` is the same
 #: scheme with stochastic rounding, see :func:`get_scheme`).
@@ -177,7 +215,8 @@ def get_scheme(scheme: Scheme | str) -> Scheme:
     """A scheme by name (or a :class:`Scheme`, returned unchanged).
 
     ``NAME_sr`` is scheme ``NAME`` with stochastic rounding of its elements (not for
-    ``fp16_loss_scale`` and ``fp32``). Unknown names raise a ValueError listing the
+    ``fp16_loss_scale``, ``fp32`` and the 4over6 schemes, which choose between two
+    round-to-nearest candidates). Unknown names raise a ValueError listing the
     valid ones.
 
     >>> get_scheme("fp8_e4m3_delayed").kind
@@ -190,9 +229,46 @@ def get_scheme(scheme: Scheme | str) -> Scheme:
         return SCHEMES[key]
     if key is not None and key.endswith("_sr") and key[:-3] in SCHEMES:
         base = SCHEMES[key[:-3]]
-        if base.kind != "loss_scale" and base.name != "fp32":
+        if base.kind != "loss_scale" and base.name != "fp32" and not (
+                base.kind in NVFP4_RECIPE_KINDS and NVFP4_RECIPE_KINDS[base.kind][2]):
             return dataclasses.replace(base, name=key, mode="stochastic",
                                        description=base.description
                                        + "; stochastic rounding")
     raise ValueError(f"unknown scheme {scheme!r}{did_you_mean(scheme, SCHEMES)}; valid "
                      f"schemes: {', '.join(SCHEMES)} (and NAME_sr for stochastic rounding)")
+
+
+def parse_gemms(spec: str | dict[str, str | None]) -> dict[str, Scheme | None]:
+    """Per-GEMM operand schemes from ``"KEY=SCHEME,KEY=SCHEME..."`` (or a dict).
+
+    ``KEY`` is a direction (``fprop``, ``dgrad``, ``wgrad``: both of its operands), a
+    tensor kind (``input``, ``weight``, ``output_grad``: that tensor in every GEMM that
+    reads it) or one operand (``wgrad.input``, see :data:`GEMM_OPERANDS`); later entries
+    override earlier ones. ``SCHEME`` is a :data:`SCHEMES` name, or ``none`` (the GEMM
+    reads the tensor as the policy stores it). Returns ``{operand: Scheme or None}`` for
+    the operands named.
+
+    >>> g = parse_gemms("input=fp8_e4m3_current,weight=fp8_e4m3_current,"
+    ...                 "output_grad=fp8_e5m2_current")
+    >>> g["wgrad.output_grad"].name, g["wgrad.input"].name
+    ('fp8_e5m2_current', 'fp8_e4m3_current')
+    >>> sorted(parse_gemms("wgrad=nvfp4_rht"))
+    ['wgrad.input', 'wgrad.output_grad']
+    """
+    items = (list(spec.items()) if isinstance(spec, dict) else
+             [tuple(p.partition("=")[::2]) for p in spec.split(",") if p.strip()])
+    out: dict[str, Scheme | None] = {}
+    for key, value in items:
+        k = str(key).strip().lower()
+        if isinstance(spec, str) and not value:
+            raise ValueError(f"GEMM formats: {key!r} needs '=SCHEME' "
+                             "(e.g. 'wgrad=nvfp4_rht_sr')")
+        targets = [o for o in GEMM_OPERANDS if k in (o, o.split(".")[0], o.split(".")[1])]
+        if not targets:
+            raise ValueError(f"GEMM formats: unknown operand {key!r}; give a direction "
+                             f"({', '.join(GEMM_DIRECTIONS)}), a kind (input, weight, "
+                             f"output_grad) or one of {', '.join(GEMM_OPERANDS)}")
+        v = None if value is None or str(value).strip().lower() == "none" else str(value)
+        for t in targets:
+            out[t] = None if v is None else get_scheme(v)
+    return out

@@ -33,7 +33,7 @@ def real_runs():
             for p in ("fp32", "fp16-naive", "fp16-amp", "bf16-pure")}
 
 
-def test_eleven_presets_get_eleven_styles():
+def test_every_preset_gets_its_own_style():
     runs = {name: _fake_run(i, name) for i, name in enumerate(PRESETS)}
     ax = lpp.training_curves(runs, "loss", show_train=False)
     lines = [ln for ln in ax.get_lines() if str(ln.get_gid()).endswith(":eval")]

@@ -47,6 +47,10 @@ HAND = {
     "fp8": (4 * N, W_VALUES + 2 * HISTORY, 4 * N, 4 * N, None),
     "mxfp8": (4 * N, _mx_bytes(8), 4 * N, 4 * N, None),
     "mxfp4": (4 * N, _mx_bytes(4), 4 * N, 4 * N, None),
+    # GEMM-format presets: bf16 roles as bf16-master; the operands each GEMM quantizes
+    # (NVFP4 / MXFP8) are transient copies, not stored tensors, and are not counted
+    "nvfp4": (4 * N, 2 * N, 4 * N, 4 * N, 2 * ACT_VALUES),
+    "mxfp8-torchao": (4 * N, 2 * N, 4 * N, 4 * N, 2 * ACT_VALUES),
 }
 
 

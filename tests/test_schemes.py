@@ -22,7 +22,8 @@ from lowprec.inspect.recipes import apply
 from lowprec.schemes import KINDS, SCHEMES, Scheme, get_scheme, list_schemes
 from lowprec.train import Quant
 
-NAMES = list(SCHEMES) + ["bf16_sr", "fp8_e4m3_current_sr", "mxfp4_rceil_sr", "nvfp4_sr"]
+NAMES = list(SCHEMES) + ["bf16_sr", "fp8_e4m3_current_sr", "mxfp4_rceil_sr", "nvfp4_sr",
+                        "nvfp4_1x16_sr", "nvfp4_16x16_sr", "nvfp4_rht_sr"]
 
 
 def _x(shape=(4, 64), seed=0):

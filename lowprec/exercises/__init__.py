@@ -17,7 +17,7 @@ Expected values are computed by lowprec itself (formats, ``round_to``,
 that the tests hold bit for bit against numpy, ml_dtypes and Fraction
 arithmetic.
 
-One module per tutorial (``t01_anatomy`` ... ``t12_qat``); every name is
+One module per tutorial (``t01_anatomy`` ... ``t13_nvfp4_recipe``); every name is
 re-exported here, so ``lowprec.exercises.check_max`` is the import path to use.
 """
 
@@ -42,6 +42,7 @@ from .t09_accumulation import check_accumulator_spacing, check_sequential_sum
 from .t10_gpu_validation import check_device_mode, check_ulp_distance
 from .t11_your_own_model import check_block_flush_share, check_underflow_count
 from .t12_qat import check_bytes_per_param
+from .t13_nvfp4_recipe import check_rht_amax, check_sr8_probability
 
 __all__ = [
     "ExerciseError",
@@ -61,12 +62,14 @@ __all__ = [
     "check_max",
     "check_mx_scale",
     "check_num_finite",
+    "check_rht_amax",
     "check_rounding",
     "check_sequential_sum",
     "check_smallest_loss_scale",
     "check_smallest_normal",
     "check_smallest_subnormal",
     "check_spacing",
+    "check_sr8_probability",
     "check_steps_until_visible",
     "check_stochastic_probability",
     "check_ulp_distance",

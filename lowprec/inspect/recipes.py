@@ -25,7 +25,7 @@ from .. import mx, nvfp4, scaling
 from .._blocks import overflow_threshold
 from ..formats import FloatFormat
 from ..rounding import decode, round_to
-from ..schemes import SCHEMES, Scheme, get_scheme, list_schemes
+from ..schemes import NVFP4_RECIPE_KINDS, SCHEMES, Scheme, get_scheme, list_schemes
 
 __all__ = ["RECIPES", "DEFAULT_RECIPES", "Outcome", "Recipe", "get_recipe", "list_recipes"]
 
@@ -197,6 +197,8 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
         return Outcome(None, None, clip, float(fmt.width), float(s), codes=t.codes,
                        table=value_table(fmt), factor=float(t.scale_inv))
     flat = x.reshape(1, -1) if x.ndim == 0 else x
+    if recipe.kind in NVFP4_RECIPE_KINDS:
+        return _nvfp4_recipe(recipe, flat, amax, rng)
     if recipe.kind == "mx":
         m = mx.quantize(flat, recipe.fmt, axis=-1, block_size=32, scale_rule=recipe.scale_rule,
                         mode=mode, rng=rng)
@@ -222,6 +224,28 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
     per_block = scales * np.float64(n.global_scale)  # as NVFP4Tensor.dequantize forms it
     return Outcome(None, None, per_block.reshape(-1) * overflow_threshold(fmt), bits,
                    float(n.global_scale), block_scales=scales, codes=codes.reshape(x.shape),
+                   table=value_table(fmt), factor=per_block, block_size=16)
+
+
+def _nvfp4_recipe(recipe: Recipe, x: np.ndarray, amax: float | None, rng: Any) -> Outcome:
+    """The NVFP4 training recipe's quantizers (:mod:`lowprec.recipes.nvfp4`), along the
+    last axis. ``nvfp4_rht`` is measured in the tensor's own domain (the dequantized
+    values rotated back, float64); its clipping happens in the rotated domain and is not
+    counted, and its tensor scale comes from the rotated sample (``amax`` unused)."""
+    from ..recipes.nvfp4 import quantize_along
+
+    shape, rht, four = NVFP4_RECIPE_KINDS[recipe.kind]
+    use = None if rht or amax is None or not np.isfinite(amax) else abs(float(amax))
+    t, q = quantize_along(x, shape, recipe.mode, hadamard=rht, four_over_six=four,
+                          rng=rng, rotate_back=True, global_amax=use)
+    bits = 8.0 * t.nbytes / x.size if x.size else float("nan")
+    per_block = t.scales * np.float64(t.global_scale)
+    fmt = recipe.element
+    if rht:
+        return Outcome(q, value_table(fmt)[t.codes], np.inf, bits, float(t.global_scale),
+                       block_scales=t.scales)
+    return Outcome(None, None, per_block.reshape(-1) * overflow_threshold(fmt), bits,
+                   float(t.global_scale), block_scales=t.scales, codes=t.codes,
                    table=value_table(fmt), factor=per_block, block_size=16)
 
 

@@ -29,14 +29,16 @@ _SERIES = ("blue", "orange", "bluish_green", "vermillion", "reddish_purple", "sk
            "black", "yellow")
 #: Colours for series (lines, bars) in order.
 SERIES_COLORS: tuple[str, ...] = tuple(OKABE_ITO[c] for c in _SERIES)
-#: For more than eight series: Okabe-Ito without the pale yellow, then five of Paul Tol's
-#: "muted" colours (indigo, wine, olive, teal, purple), so up to twelve stay distinct.
+#: For more than eight series: Okabe-Ito without the pale yellow, then six of Paul Tol's
+#: "muted" colours (indigo, wine, olive, teal, purple, rose), so up to thirteen stay
+#: distinct.
 _MANY_COLORS: tuple[str, ...] = (*(OKABE_ITO[c] for c in _SERIES if c != "yellow"),
-                                 "#332288", "#882255", "#999933", "#44AA99", "#AA4499")
+                                 "#332288", "#882255", "#999933", "#44AA99", "#AA4499",
+                                 "#CC6677")
 
 
 def _series_color(i: int, n: int) -> str:
-    """Colour of series ``i`` of ``n``: distinct for up to twelve series."""
+    """Colour of series ``i`` of ``n``: distinct for up to thirteen series."""
     colors = SERIES_COLORS if n <= len(SERIES_COLORS) else _MANY_COLORS
     return colors[i % len(colors)]
 

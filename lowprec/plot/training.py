@@ -64,7 +64,7 @@ def training_curves(
 ) -> Axes:
     """Loss (``metric="loss"``) or accuracy (``"acc"``) per step, one colour per run.
 
-    Up to twelve runs get twelve different colours (and each its own marker and dash
+    Up to thirteen runs get thirteen different colours (and each its own marker and dash
     pattern); ``legend=False`` leaves the legend to the caller (e.g. one ``fig.legend``
     outside the axes for several panels, so that it covers no data).
 

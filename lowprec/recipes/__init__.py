@@ -12,10 +12,12 @@ policy (fprop / dgrad / wgrad) can name them one entry at a time:
   block-wise FP8 (1x128 activation tiles, 128x128 weight tiles).
 * :mod:`lowprec.recipes.lab`: per-block bias and variance of the NVFP4 gradient
   quantizers (round to nearest, stochastic rounding, 4over6, Hadamard + SR).
+* :mod:`lowprec.recipes.measure`: the recipe's wgrad GEMM and its flushed values on your
+  tensors (tutorial 13).
 
 See ``docs/recipes.md`` for the sources and the conventions where they differ.
 """
 
-from . import fp8, lab, nvfp4
+from . import fp8, lab, measure, nvfp4
 
-__all__ = ["fp8", "lab", "nvfp4"]
+__all__ = ["fp8", "lab", "measure", "nvfp4"]

@@ -53,13 +53,14 @@ import numpy as np
 
 from .. import _blocks
 from .._runtime import _get_rng
-from ..hadamard import rht
+from ..hadamard import rht, rht_matrix
 from ..nvfp4 import BLOCK_SCALE, ELEMENT, NVFP4Tensor, _block_scale_codes, global_encode_scale
 from ..rounding import decode, encode
 from . import _nvfp4_kernels as _k
 
 __all__ = ["KEEP_BF16", "ROLES", "RecipeNVFP4Tensor", "four_over_six_candidates",
-           "quantize", "quantize_operand", "random_bytes"]
+           "fake_quantize", "quantize", "quantize_along", "quantize_operand", "random_bytes",
+           "unrotate"]
 
 _F32 = np.float32
 _FLT_MAX = _F32(np.finfo(np.float32).max)
@@ -342,3 +343,66 @@ def quantize_operand(x: Any, role: str, *, signs: Any = None, rbits: Any = None,
     if rounding == "rne":
         return quantize(arr, block_shape, "rne", four_over_six=four_over_six)
     return quantize(arr, block_shape, "stochastic", rbits=rbits, rng=rng)
+
+
+def fake_quantize(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *,
+                  axis: int = -1, hadamard: bool = False, four_over_six: bool = False,
+                  rng: Any = None, rotate_back: bool = False,
+                  global_amax: float | None = None) -> np.ndarray:
+    """``x`` quantized along ``axis`` as :func:`quantize` does and dequantized (float64):
+    what a GEMM that reduces along ``axis`` reads. ``hadamard=True`` first applies the
+    random Hadamard transform along ``axis`` (:func:`lowprec.hadamard.rht`), so the
+    values are in the rotated domain (a GEMM whose other operand is rotated alike gives
+    the product of the unrotated tensors); ``rotate_back=True`` undoes the rotation
+    (:func:`unrotate`), for a tensor stored on its own. ``rng``: the generator of
+    ``rounding="stochastic"`` (its bytes in C order of the operand with ``axis`` last).
+    :func:`quantize_along` gives the quantized tensor too."""
+    return quantize_along(x, block_shape, rounding, axis=axis, hadamard=hadamard,
+                          four_over_six=four_over_six, rng=rng, rotate_back=rotate_back,
+                          global_amax=global_amax)[1]
+
+
+def quantize_along(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *,
+                   axis: int = -1, hadamard: bool = False, four_over_six: bool = False,
+                   rng: Any = None, rotate_back: bool = False,
+                   global_amax: float | None = None) -> tuple[RecipeNVFP4Tensor, np.ndarray]:
+    """(the :class:`RecipeNVFP4Tensor` of ``x`` with ``axis`` moved last, and
+    :func:`fake_quantize`'s values in ``x``'s layout)."""
+    arr = _blocks.as_working_array(x)
+    if arr.ndim == 0:
+        raise ValueError("fake_quantize needs an array with at least one dimension")
+    axis = _blocks.normalize_axis(axis, arr.ndim)
+    with np.errstate(over="ignore"):
+        moved = np.moveaxis(arr.astype(np.float32, copy=False), axis, -1)
+    if hadamard:
+        if moved.shape[-1] % 16:
+            raise ValueError(f"the random Hadamard transform (nvfp4_rht) runs along the "
+                             f"quantized axis in groups of 16, so its length must be a "
+                             f"multiple of 16 (for a wgrad operand: the tokens, batch x "
+                             f"sequence), got {moved.shape[-1]}")
+        moved = rht(moved, axis=-1)
+    moved = np.ascontiguousarray(moved)
+    if rounding == "rne":
+        t = quantize(moved, block_shape, "rne", four_over_six=four_over_six,
+                     global_amax=global_amax)
+    else:
+        t = quantize(moved, block_shape, rounding, rng=rng, global_amax=global_amax)
+    out = t.dequantize()
+    if hadamard and rotate_back:
+        out = unrotate(out)
+    return t, np.moveaxis(out, -1, axis)
+
+
+def unrotate(y: Any) -> np.ndarray:
+    """The inverse random Hadamard transform along the last axis (groups of 16), in
+    float64, every output the sum of its 16 terms in a fixed order: ``y @ R^T``."""
+    a = np.asarray(y, np.float64)
+    if a.shape[-1] % 16:
+        raise ValueError(f"the last axis ({a.shape[-1]}) must be a multiple of 16")
+    g = a.reshape(-1, 16)
+    rt = rht_matrix().T
+    acc = np.zeros_like(g)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j in range(16):
+            acc += g[:, j:j + 1] * rt[j]
+    return acc.reshape(a.shape)

@@ -96,7 +96,7 @@ def compute_class(q: Quant | None) -> str:
         return "fp32"
     if q.scaling == "mx":
         return _MX_CLASS[q.format]
-    if q.scaling == "nvfp4":
+    if q.scaling == "nvfp4" or q.format == "nvfp4":  # NVFP4, and the recipe's quantizers
         return "fp4"
     name = q.format
     if name.startswith("fp8"):
@@ -214,18 +214,33 @@ def estimate(model: Sequence[int] | ModelShape, policy: str | Policy, *,
         raise ValueError(f"measured times for unknown layers {sorted(unknown)}; layers: "
                          f"{', '.join(lin.name for lin in shape.linears)}")
     w_q = p.weights if p.weights is not None else p.master
+    gemms = p.gemm_quants() or {}
+    last = len(shape.linears) - p.keep_last
     rows = []
-    for lin in shape.linears:
+    for i, lin in enumerate(shape.linears):
         k, n = lin.n_in, lin.n_out
-        x_b = tensor_bytes((m, k), p.activations, -1)
-        w_b = tensor_bytes((k, n), w_q, 0)
+        ops = gemms if i < last else {}
+
+        def read(op: str, stored: Quant | None, shape_: tuple[int, int], axis: int,
+                 gemm_axis: int) -> tuple[str, int]:
+            """(compute class, bytes) of one GEMM operand: its GEMM format (``gemms``),
+            blocked along that GEMM's reduction axis, else the stored tensor."""
+            q = ops.get(op)  # noqa: B023 (used within this iteration only)
+            if q is None:
+                return compute_class(stored), tensor_bytes(shape_, stored, axis)
+            return compute_class(q), tensor_bytes(shape_, q, gemm_axis)
+
         y_b = tensor_bytes((m, n), p.activations, -1)
-        dy_b = tensor_bytes((m, n), p.act_grads, -1)
         dx_b = tensor_bytes((m, k), p.act_grads, -1)
         dw_b = tensor_bytes((k, n), p.weight_grads, 0)
-        x_c, w_c, g_c = (compute_class(q) for q in (p.activations, w_q, p.act_grads))
-        matmuls = ((_wider(x_c, w_c), x_b + w_b + y_b), (_wider(g_c, w_c), dy_b + w_b + dx_b),
-                   (_wider(x_c, g_c), x_b + dy_b + dw_b))
+        (xc, xb), (wc, wb) = (read("fprop.input", p.activations, (m, k), -1, -1),
+                              read("fprop.weight", w_q, (k, n), 0, 0))
+        (gc, gb), (vc, vb) = (read("dgrad.output_grad", p.act_grads, (m, n), -1, -1),
+                              read("dgrad.weight", w_q, (k, n), 0, 1))
+        (hc, hb), (ic, ib) = (read("wgrad.output_grad", p.act_grads, (m, n), -1, 0),
+                              read("wgrad.input", p.activations, (m, k), -1, 0))
+        matmuls = ((_wider(xc, wc), xb + wb + y_b), (_wider(gc, vc), gb + vb + dx_b),
+                   (_wider(ic, hc), ib + hb + dw_b))
         flops_each = 2 * m * k * n
         total_t: float | None = 0.0
         compute_t = memory_t = 0.0

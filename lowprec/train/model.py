@@ -44,6 +44,7 @@ from ..autograd import Tensor, round_grad, round_value
 from ..autograd.tensor import matmul
 from ..matmul import matmul as lp_matmul
 from ..rounding import round_to
+from .gemm import GemmRounders, gemm, gemm_rounders
 from .policy import Policy, Quant
 from .quant import Rounder, SiteStats, make_rounder, smallest_normal, watched
 
@@ -71,12 +72,13 @@ def product_for(policy: Policy) -> Product:
     return product
 
 
-def _eval_rounder(q: Quant, rng: np.random.Generator, axis: int) -> Rounder:
+def _eval_rounder(q: Quant, rng: np.random.Generator, axis: int, *,
+                  rotated: bool = False) -> Rounder:
     """A stateless rounder for evaluation: delayed scaling is replaced by the
     current tensor's own power-of-two scale, so evaluating never changes the
     amax history that training uses."""
     if q.scaling != "delayed":
-        return make_rounder(q, rng, axis)
+        return make_rounder(q, rng, axis, rotated=rotated)
     from ..formats import get_format
 
     fmt = get_format(q.format)
@@ -113,6 +115,9 @@ class Roundings:
     weights: Rounder | None = None
     bias: Rounder | None = None
     out: Rounder | None = None
+    #: What the layer's fprop / dgrad / wgrad GEMMs read (:mod:`lowprec.train.gemm`),
+    #: None: the plain matmul of the stored operands.
+    gemm: GemmRounders | None = None
 
 
 NOWHERE = Roundings()
@@ -158,7 +163,10 @@ class Layer:
             w = round_grad(w, grads.weights, "round_weight_grad")
         if grads.bias is not None:
             b = round_grad(b, grads.bias, "round_weight_grad")
-        z = matmul(h, w, product or matmul_in_order) + b
+        if rounds.gemm is not None:
+            z = gemm(h, w, rounds.gemm, product) + b
+        else:
+            z = matmul(h, w, product or matmul_in_order) + b
         if rounds.out is not None:
             z = round_value(z, rounds.out, "round_activations")
         if grads.out is not None:
@@ -250,9 +258,16 @@ class Network(MLP):
             return _eval_rounder(q, self.eval_rng, axis) if q is not None else None
 
         self.input_round, self.input_eval = fwd(aq), ev(aq)
-        for layer in self.layers:
-            layer.train_rounds = Roundings(fwd(wq, 0), fwd(bq), fwd(aq))
-            layer.eval_rounds = Roundings(ev(wq, 0), ev(bq), ev(aq))
+        last = len(self.layers) - p.keep_last
+        for i, layer in enumerate(self.layers):
+            gq = p.gemm_quants(layer.name) if i < last else None
+            # evaluation reads the fprop operands as training does, without changing state
+            ge = None if gq is None else gemm_rounders(
+                {k: v for k, v in gq.items() if k.startswith("fprop.")}, self.eval_rng,
+                make=_eval_rounder)
+            layer.train_rounds = Roundings(fwd(wq, 0), fwd(bq), fwd(aq),
+                                           None if gq is None else gemm_rounders(gq, rng))
+            layer.eval_rounds = Roundings(ev(wq, 0), ev(bq), ev(aq), ge)
         # An unscaled, deterministic cast of all parameters is one call (see cast_weights).
         self._cast_in_one_call = bq is not None and bq.mode != "stochastic"
 

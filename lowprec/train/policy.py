@@ -18,6 +18,12 @@ stored (a :class:`Quant`: format, rounding mode, scaling) or ``None`` for
 plus the matmul accumulation (``accumulate``) and the loss scaling
 (``"none"``, ``"static"``, ``"dynamic"`` = PyTorch's GradScaler).
 
+``gemms`` adds what each GEMM of a linear layer reads (Transformer Engine's recipes):
+fprop, dgrad and wgrad quantize their operands on their own, from the tensors as the
+roles store them, along their own reduction axis (:data:`lowprec.schemes.GEMM_OPERANDS`;
+:meth:`Policy.with_gemms` takes :func:`lowprec.schemes.parse_gemms`'s spec), and the last
+``keep_last`` linear layers leave those formats out.
+
 >>> from lowprec.train import get_policy
 >>> get_policy("fp16-amp").loss_scaling
 'dynamic'
@@ -32,10 +38,12 @@ from typing import Any, TypedDict
 from .._names import did_you_mean
 from ..formats import get_format
 from ..rounding import check_mode
+from ..schemes import GEMM_DIRECTIONS, GEMM_OPERANDS, NVFP4_RECIPE_KINDS, parse_gemms
 
 __all__ = ["POLICIES", "Policy", "Quant", "get_policy", "list_policies"]
 
-SCALINGS = ("none", "current", "delayed", "mx", "nvfp4")
+#: ``nvfp4_1x16`` ... : the NVFP4 recipe's quantizers (:data:`lowprec.schemes.NVFP4_RECIPE_KINDS`).
+SCALINGS = ("none", "current", "delayed", "mx", "nvfp4", *NVFP4_RECIPE_KINDS)
 #: The roles of a policy, and the kind of captured tensor each one rounds in
 #: :func:`lowprec.torch.emulate` (``lowprec.inspect`` names tensors by kind).
 ROLE_OF_KIND = {"input": "activations", "input_b": "activations", "weight": "weights",
@@ -61,7 +69,10 @@ class Quant:
         tensor from the amax history, FP8 recipes; :mod:`lowprec.scaling`) or
         ``"mx"`` (one power-of-two scale per block of 32; :mod:`lowprec.mx`) or
         ``"nvfp4"`` (format ``"nvfp4"``: E2M1 values, one E4M3 scale per block of 16 and
-        an FP32 tensor scale; :mod:`lowprec.nvfp4`).
+        an FP32 tensor scale; :mod:`lowprec.nvfp4`), or one of the NVFP4 recipe's
+        quantizers (format ``"nvfp4"``; ``"nvfp4_1x16"``, ``"nvfp4_16x16"``,
+        ``"nvfp4_rht"``, ``"nvfp4_1x16_4over6"``, ``"nvfp4_16x16_4over6"``:
+        :mod:`lowprec.recipes.nvfp4`, whose stochastic rounding uses 8 random bits).
     scale_rule:
         The MX scale rule (``floor``, ``ceil``, ``rceil``, ``even``; :data:`lowprec.mx.SCALE_RULES`).
 
@@ -95,6 +106,8 @@ class Quant:
         base = self.format
         if self.scaling in ("current", "delayed"):
             base += "_" + self.scaling
+        elif self.scaling in NVFP4_RECIPE_KINDS:
+            base = self.scaling
         elif self.scaling == "mx" and self.scale_rule != "floor":
             base += "_" + self.scale_rule
         return base + {"rne": "", "stochastic": "_sr"}.get(self.mode, f"[{self.mode}]")
@@ -111,15 +124,24 @@ class Quant:
             if self.scale_rule not in SCALE_RULES:
                 raise ValueError(f"scale_rule must be one of {tuple(SCALE_RULES)}, "
                                  f"got {self.scale_rule!r}")
-        elif self.scaling == "nvfp4":
+        elif self.scaling == "nvfp4" or self.scaling in NVFP4_RECIPE_KINDS:
             if self.format != "nvfp4":
-                raise ValueError(f"scaling='nvfp4' needs format 'nvfp4', got {self.format!r}")
+                raise ValueError(f"scaling={self.scaling!r} needs format 'nvfp4', "
+                                 f"got {self.format!r}")
+            if self.scaling in NVFP4_RECIPE_KINDS and self.mode not in ("rne", "stochastic"):
+                raise ValueError(f"{self.scaling} rounds 'rne' or 'stochastic', "
+                                 f"got {self.mode!r}")
+            if self.scaling.endswith("4over6") and self.mode != "rne":
+                raise ValueError("4over6 picks between round-to-nearest candidates: mode "
+                                 "must be 'rne'")
         else:
             object.__setattr__(self, "format", get_format(self.format).name)
 
     def __str__(self) -> str:
         s = self.format
-        if self.scaling in ("delayed", "current"):
+        if self.scaling in NVFP4_RECIPE_KINDS:
+            s = self.scaling
+        elif self.scaling in ("delayed", "current"):
             s += f" ({self.scaling} scaling)"
         elif self.scaling == "mx" and self.scale_rule != "floor":
             s += f" ({self.scale_rule} scale rule)"
@@ -161,6 +183,15 @@ class Policy:
     #: not rounded).
     #: :func:`lowprec.torch.emulate` applies them; lowprec's own trainer refuses them.
     layers: tuple[tuple[str, str, Quant | None], ...] = field(default=())
+    #: What each GEMM of a linear layer reads, ``(operand, Quant or None)`` with
+    #: ``operand`` one of :data:`lowprec.schemes.GEMM_OPERANDS` (``"fprop.input"``,
+    #: ``"wgrad.output_grad"``...): quantized from the tensor as the roles store it, along
+    #: that GEMM's reduction axis; an operand not named is read as stored. ``layers``
+    #: entries may name these operands too (per layer, :func:`lowprec.torch.emulate`).
+    gemms: tuple[tuple[str, Quant | None], ...] = field(default=())
+    #: The last ``keep_last`` linear layers leave ``gemms`` out (the NVFP4 recipe keeps
+    #: the last layers in BF16).
+    keep_last: int = 0
 
     def __post_init__(self) -> None:
         if self.loss_scaling not in LOSS_SCALINGS:
@@ -173,10 +204,18 @@ class Policy:
             if q is not None and not isinstance(q, Quant):
                 raise TypeError(f"{role} must be a Quant or None, got {type(q).__name__}")
         for entry in self.layers:
-            if (len(entry) != 3 or entry[1] not in ROLE_OF_KIND
+            if (len(entry) != 3 or entry[1] not in (*ROLE_OF_KIND, *GEMM_OPERANDS)
                     or not (entry[2] is None or isinstance(entry[2], Quant))):
                 raise ValueError(f"layers holds (layer, kind, Quant or None) with a kind of "
-                                 f"{tuple(ROLE_OF_KIND)}, got {entry!r}")
+                                 f"{tuple(ROLE_OF_KIND) + GEMM_OPERANDS}, got {entry!r}")
+        for pair in self.gemms:
+            if (len(pair) != 2 or pair[0] not in GEMM_OPERANDS
+                    or not (pair[1] is None or isinstance(pair[1], Quant))):
+                raise ValueError(f"gemms holds (operand, Quant or None) with an operand of "
+                                 f"{GEMM_OPERANDS}, got {pair!r}")
+        if int(self.keep_last) != self.keep_last or self.keep_last < 0:
+            raise ValueError(f"keep_last must be an integer >= 0, got {self.keep_last!r}")
+        _check_rht(dict(self.gemms), "gemms")
         if self.master is not None and self.master.scaling != "none":
             raise ValueError("master weights cannot use a scaled format")
         if self.master is None and self.weights is not None and self.weights.scaling != "none":
@@ -190,6 +229,34 @@ class Policy:
                 return q
         default: Quant | None = getattr(self, ROLE_OF_KIND[kind])
         return default
+
+    def gemm_quants(self, layer: str | None = None) -> dict[str, Quant | None] | None:
+        """What each GEMM operand of ``layer`` reads (its per-layer entries over
+        ``gemms``), or None when the policy names no GEMM formats for it."""
+        chosen = dict(self.gemms)
+        for name, k, q in self.layers:
+            if name == layer and k in GEMM_OPERANDS:
+                chosen[k] = q
+        if all(q is None for q in chosen.values()):
+            return None
+        _check_rht(chosen, f"layer {layer!r}")
+        return {op: chosen.get(op) for op in GEMM_OPERANDS}
+
+    def with_gemms(self, spec: str | dict[str, str | None], *, keep_last: int | None = None,
+                   name: str | None = None) -> Policy:
+        """A copy whose GEMMs read ``spec`` (:func:`lowprec.schemes.parse_gemms`: e.g.
+        ``"fprop=fp8_e4m3_current,dgrad=fp8_e5m2_current"``), over the current ``gemms``.
+
+        >>> p = get_policy("bf16-master").with_gemms("wgrad=nvfp4_rht_sr", name="x")
+        >>> [(op, str(q)) for op, q in p.gemms]
+        [('wgrad.output_grad', 'nvfp4_rht [stochastic]'), ('wgrad.input', 'nvfp4_rht [stochastic]')]
+        """
+        chosen = dict(self.gemms)
+        for op, s in parse_gemms(spec).items():
+            chosen[op] = None if s is None else Quant.from_scheme(s)
+        gemms = tuple((op, chosen[op]) for op in GEMM_OPERANDS if op in chosen)
+        return dataclasses.replace(self, gemms=gemms, name=name or self.name,
+                                   keep_last=self.keep_last if keep_last is None else keep_last)
 
     def replace(self, **changes: Any) -> Policy:
         """A copy with some fields changed (``dataclasses.replace``)."""
@@ -208,7 +275,22 @@ class Policy:
         kw["tags"] = tuple(kw.get("tags", ()))
         kw["layers"] = tuple((str(a), str(r), None if q is None else Quant(**q))
                              for a, r, q in kw.get("layers", ()))
+        kw["gemms"] = tuple((str(o), None if q is None else Quant(**q))
+                            for o, q in kw.get("gemms", ()))
         return cls(**kw)
+
+
+def _check_rht(chosen: dict[str, Quant | None], where: str) -> None:
+    """The random Hadamard transform cancels in a GEMM only when both of its operands
+    are rotated alike: both or neither."""
+    for d in GEMM_DIRECTIONS:
+        ops = [o for o in GEMM_OPERANDS if o.startswith(d + ".")]
+        rot = [(q is not None and q.scaling == "nvfp4_rht") for q in (chosen.get(o) for o in ops)]
+        if rot[0] != rot[1]:
+            raise ValueError(f"{where}: {d} rotates one operand with the random Hadamard "
+                             f"transform (nvfp4_rht) and not the other; the transform cancels "
+                             f"in the product only when both operands are rotated: give both "
+                             f"{ops[0]} and {ops[1]} an nvfp4_rht scheme, or neither")
 
 
 class _Roles(TypedDict):
@@ -281,6 +363,25 @@ _PRESETS: list[Policy] = [
            activations=Quant("mxfp4", scaling="mx"),
            act_grads=Quant("mxfp8_e5m2", scaling="mx"), optimizer_state=FP32,
            tags=("scaled",)),
+    Policy("nvfp4",
+           "NVIDIA's NVFP4 recipe (Transformer Engine): bf16 tensors and FP32 master; GEMMs "
+           "read NVFP4: 1x16 inputs and gradients, 16x16 weights, gradients stochastically "
+           "rounded (8 bits), wgrad operands Hadamard-rotated; the last layer stays bf16",
+           master=FP32, optimizer_state=FP32, weights=BF16, activations=BF16, act_grads=BF16,
+           gemms=(("fprop.input", Quant("nvfp4", scaling="nvfp4_1x16")),
+                  ("fprop.weight", Quant("nvfp4", scaling="nvfp4_16x16")),
+                  ("dgrad.output_grad", Quant("nvfp4", "stochastic", "nvfp4_1x16")),
+                  ("dgrad.weight", Quant("nvfp4", scaling="nvfp4_16x16")),
+                  ("wgrad.output_grad", Quant("nvfp4", "stochastic", "nvfp4_rht")),
+                  ("wgrad.input", Quant("nvfp4", scaling="nvfp4_rht"))),
+           keep_last=1, tags=("scaled", "gemms")),
+    Policy("mxfp8-torchao",
+           "MXFP8 training as torchao's MXLinear does it: bf16 tensors and FP32 master; every "
+           "GEMM operand quantized to MXFP8 E4M3 (floor scale rule) from the bf16 tensor "
+           "along that GEMM's reduction axis",
+           master=FP32, optimizer_state=FP32, weights=BF16, activations=BF16, act_grads=BF16,
+           gemms=tuple((op, Quant("mxfp8_e4m3", scaling="mx")) for op in GEMM_OPERANDS),
+           tags=("scaled", "gemms")),
 ]
 
 #: The named presets, by name.

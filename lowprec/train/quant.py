@@ -21,18 +21,37 @@ import numpy as np
 from .. import mx, nvfp4, scaling
 from ..formats import get_format
 from ..rounding import round_to
+from ..schemes import NVFP4_RECIPE_KINDS
 from .policy import Quant
 
 __all__ = ["Rounder", "SiteStats", "make_rounder"]
 
 Rounder = Callable[[np.ndarray], np.ndarray]
 
-def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1) -> Rounder:
-    """A function rounding arrays as ``q`` says (``axis``: the MX block axis).
+def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1, *,
+                 rotated: bool = False) -> Rounder:
+    """A function rounding arrays as ``q`` says (``axis``: the block axis).
 
     ``rng`` feeds ``mode="stochastic"``; it is shared by all of a run's
-    rounders, so a run is reproducible from its seed.
+    rounders, so a run is reproducible from its seed. The NVFP4 recipe's quantizers
+    (:data:`lowprec.schemes.NVFP4_RECIPE_KINDS`) quantize along ``axis``; ``nvfp4_rht``
+    gives the values rotated back (a tensor stored on its own), or with
+    ``rotated=True`` the rotated ones (a GEMM operand whose partner is rotated alike:
+    :mod:`lowprec.train.gemm`).
     """
+    if q.scaling in NVFP4_RECIPE_KINDS:
+        from ..recipes.nvfp4 import fake_quantize
+
+        block_shape, rht, four = NVFP4_RECIPE_KINDS[q.scaling]
+        rrng = rng if q.mode == "stochastic" else None
+
+        def recipe_round(x: np.ndarray) -> np.ndarray:
+            y = fake_quantize(x, block_shape, q.mode, axis=axis, hadamard=rht,
+                              four_over_six=four, rng=rrng, rotate_back=not rotated)
+            # float64 values of E2M1 x E4M3 x FP32 scales, rounded once to x's dtype
+            return np.asarray(y, dtype=x.dtype)
+
+        return recipe_round
     if q.scaling == "none":
         fmt = get_format(q.format)
         if q.mode == "stochastic":
