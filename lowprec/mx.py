@@ -69,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
-from ._kernels import bits32, convert, odd64
+from ._kernels import bits32, convert, odd64, route
 from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize, twos_complement
 from ._kernels.params import MODE_INT
 from ._names import did_you_mean
@@ -397,7 +397,9 @@ def quantize(
 
     Float32 input in a deterministic mode takes one compiled pass over the blocks
     (:mod:`lowprec._kernels.blocks`); everything else, and the reference the tests
-    hold that pass equal to, is :func:`_quantize_reference`.
+    hold that pass equal to, is :func:`_quantize_reference`, which also answers
+    while the pass's kernels are not compiled yet (a first call with an empty
+    numba cache: they compile in the background meanwhile).
     """
     mxf = get_mx_format(fmt)
     rule = _check_rule(scale_rule)
@@ -427,10 +429,15 @@ def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, r
     moved = np.moveaxis(arr, axis, -1)
     cols = moved.shape[-1]
     nb = -(-cols // block_size)
-    codes, scale_codes = mx_quantize(
+    if mxf.integer and not route.ready(twos_complement, (np.empty(0, np.uint8),)):
+        return None
+    done = mx_quantize(
         np.ascontiguousarray(moved).reshape(-1), cols, block_size, RULE_INT[rule],
         mxf.emax_elem, elem.mantissa_bits, 1.0 / mxf.element_max,
-        *convert.kernel_for(elem, m, True, False, True), wide)
+        *convert.kernel_for(elem, m, True, False, True), wide, auto=True)
+    if done is None:  # a kernel not compiled yet: the reference answers meanwhile
+        return None
+    codes, scale_codes = done
     if mxf.integer:
         twos_complement(codes)
     codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))

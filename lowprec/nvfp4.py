@@ -45,7 +45,7 @@ import numpy as np
 
 from . import _blocks
 from ._kernels import bits32, convert
-from ._kernels.blocks import dequantize_blocks, nvfp4_block_amax, nvfp4_elements
+from ._kernels.blocks import dequantize_blocks, nvfp4_block_amax, nvfp4_elements, nvfp4_ready
 from ._kernels.params import MODE_INT, STOCHASTIC
 from ._kernels.sr import SR_BLOCK
 from ._runtime import _get_rng, _random_words
@@ -253,6 +253,13 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     moved = np.moveaxis(x32, axis, -1)
     cols = moved.shape[-1]
     nb = -(-cols // block_size)
+    flat = np.ascontiguousarray(moved).reshape(-1)
+    kernel, q = convert.kernel_for(ELEMENT, m, True, False, True)
+    # Asked before any random word is drawn, so that the reference, answering while
+    # a kernel is not compiled yet, draws the same words (the same bits).
+    if not nvfp4_ready(flat, cols, block_size, kernel, q, np.empty(0, np.uint64),
+                       *convert.kernel_for(BLOCK_SCALE, MODE_INT["rne"], True, False, True)):
+        return None
     if m == STOCHASTIC:
         # The reference draws one seed per SR_BLOCK elements of its zero-padded blocks.
         if cols % block_size or math.lcm(block_size, SR_BLOCK) > 1 << 20:
@@ -262,7 +269,6 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
         return None  # the reference raises: rng is for stochastic rounding only
     else:
         seeds = np.empty(0, np.uint64)
-    flat = np.ascontiguousarray(moved).reshape(-1)
     n_blocks = (flat.size // cols) * nb
     block_amax = np.empty(n_blocks, _F32)
     bad = np.empty(n_blocks, np.bool_)
@@ -270,7 +276,7 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     s_enc, s_dec = _tensor_scales(float(block_amax.max()), global_scale)
     scale_codes = _block_scale_codes(block_amax, s_enc)
     codes = nvfp4_elements(flat, cols, block_size, scale_codes, _scale_table(), s_dec, bad,
-                           *convert.kernel_for(ELEMENT, m, True, False, True), seeds)
+                           kernel, q, seeds)
     if codes is None:
         return None
     scale_codes[bad] = _E4M3_NAN

@@ -284,3 +284,63 @@ def test_the_twins_special_codes_are_the_compiled_engines() -> None:
             for sign in (1, -1):
                 want = engine._overflow(P, sign < 0, mode, saturate)[0]
                 assert got["ovf", sign] == want, (fmt.name, mode, saturate)
+
+
+_BLOCKS = """
+import sys, numpy as np
+from lowprec import mx, nvfp4
+from lowprec._kernels import blocks
+x = np.load(sys.argv[1])
+out = {}
+for f in ("mxfp8_e4m3", "mxfp6_e2m3", "mxfp4", "mxint8"):
+    for mode in ("rne", "rup", "odd"):
+        q = mx.quantize(x, f, mode=mode)
+        out[f"{f}-{mode}"] = np.concatenate([q.codes.ravel(), q.scales.ravel()])
+        out[f"{f}-{mode}-values"] = q.dequantize(np.float32)
+for mode, rng in (("rne", None), ("stochastic", 7)):
+    q = nvfp4.quantize(np.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0), mode=mode, rng=rng)
+    out[f"nvfp4-{mode}"] = np.concatenate([q.codes.ravel(), q.scales.ravel()])
+    out[f"nvfp4-{mode}-values"] = q.dequantize(np.float32)
+compiled = [k for k in ("_mx_chunk", "_nvfp4_chunk", "nvfp4_block_amax", "_dequantize",
+                        "twos_complement") if getattr(blocks, k).overloads]
+np.savez(sys.argv[2], **out)
+print(",".join(compiled) or "none")
+"""
+
+
+def test_cold_block_quantizers_are_served_by_their_reference(tmp_path: Path) -> None:
+    # MX and NVFP4 ask the router too: with nothing compiled (an empty numba cache,
+    # LOWPREC_COLD=numpy), no block kernel compiles in the calling process and the
+    # numpy references answer with the compiled kernels' bits, random words included.
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((96, 80)) * 10.0 ** rng.integers(-9, 9, (96, 80))).astype(np.float32)
+    x[4, :32] = 0.0
+    x[5, 7], x[6, 40], x[7, 0] = np.inf, np.nan, -np.inf
+    np.save(tmp_path / "x.npy", x)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
+               LOWPREC_COLD="numpy")
+    done = subprocess.run([sys.executable, "-c", _BLOCKS, str(tmp_path / "x.npy"),
+                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
+    assert done.stdout.split() == ["none"]
+    from lowprec import mx, nvfp4
+    from lowprec._kernels import blocks
+
+    cold = np.load(tmp_path / "cold.npz")
+    for f in ("mxfp8_e4m3", "mxfp6_e2m3", "mxfp4", "mxint8"):
+        for mode in ("rne", "rup", "odd"):
+            q = mx.quantize(x, f, mode=mode)
+            assert np.array_equal(cold[f"{f}-{mode}"],
+                                  np.concatenate([q.codes.ravel(), q.scales.ravel()]),
+                                  equal_nan=True), (f, mode)
+            assert np.array_equal(cold[f"{f}-{mode}-values"], q.dequantize(np.float32),
+                                  equal_nan=True), (f, mode)
+    for mode, seed in (("rne", None), ("stochastic", 7)):
+        q = nvfp4.quantize(np.nan_to_num(x, nan=1.0, posinf=2.0, neginf=-2.0), mode=mode,
+                           rng=seed)
+        assert np.array_equal(cold[f"nvfp4-{mode}"],
+                              np.concatenate([q.codes.ravel(), q.scales.ravel()]),
+                              equal_nan=True), mode
+        assert np.array_equal(cold[f"nvfp4-{mode}-values"], q.dequantize(np.float32)), mode
+    # ...and here (LOWPREC_COLD=compile) the block kernels did the work
+    assert blocks._mx_chunk.overloads and blocks._nvfp4_chunk.overloads

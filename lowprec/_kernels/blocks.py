@@ -40,7 +40,7 @@ from .sr import SR_BLOCK
 
 __all__ = [
     "RULE_INT", "dequantize_blocks", "mx_quantize", "nvfp4_block_amax", "nvfp4_elements",
-    "twos_complement",
+    "nvfp4_ready", "twos_complement",
 ]
 
 _jit = njit(cache=True, nogil=True, error_model="numpy")  # x / 0 is inf, as in numpy
@@ -163,14 +163,17 @@ def _chunks(n_blocks: int, cols: int, bs: int, per: int):
 
 
 def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, mant_bits: int,
-                rcp: float, kernel: Any, q: np.ndarray, wide: bool
-                ) -> tuple[np.ndarray, np.ndarray]:
+                rcp: float, kernel: Any, q: np.ndarray, wide: bool, auto: bool = False
+                ) -> tuple[np.ndarray, np.ndarray] | None:
     """MX codes and E8M0 scale codes of ``x`` (flat, C-contiguous float32 holding
     ``rows x cols``), elements rounded by a float32-bits ``kernel`` with params ``q``
     (:func:`convert.kernel_for`, a deterministic mode; ``wide``: the scaled elements are formed in float64 and
     reach ``bits32`` rounded to odd in float32, see :mod:`odd64`).
 
-    Returns ``(codes, scale_codes)``: ``rows * cols`` and ``rows * nb`` uint8.
+    Returns ``(codes, scale_codes)``: ``rows * cols`` and ``rows * nb`` uint8; with
+    ``auto``, None where a kernel it runs is not compiled yet (:func:`.route.ready`
+    has it loaded or compiled in the background; the caller's numpy reference
+    answers meanwhile, bit for bit the same).
     """
     n = x.shape[0]
     nb = -(-cols // bs)
@@ -182,6 +185,15 @@ def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, ma
     scratch = np.empty(size, np.float64 if wide else np.float32)
     odd = np.empty(size if wide else 0, np.uint32)
     rcp32 = np.float32(rcp)
+    if auto:
+        calls = [(_mx_chunk, (x, cols, bs, 0, 0, rule, emax_elem, mant_bits, rcp32, scale_codes,
+                              scratch)),
+                 (kernel, (q, odd[:0].view(np.float32) if wide else scratch[:0], _NO_SEEDS,
+                           codes[:0]))]
+        if wide:
+            calls.append((odd64.to_float32_odd, (scratch[:0], odd[:0])))
+        if not _ready(calls):
+            return None
     for b0, b1, e0, e1 in _chunks(n_blocks, cols, bs, per):
         _mx_chunk(x, cols, bs, b0, b1, rule, emax_elem, mant_bits, rcp32, scale_codes, scratch)
         m = e1 - e0
@@ -193,6 +205,26 @@ def mx_quantize(x: np.ndarray, cols: int, bs: int, rule: int, emax_elem: int, ma
         bad = kernel(q, xs, _NO_SEEDS, codes[e0:e1])
         assert bad == 0  # scaled elements are finite: every code exists
     return codes, scale_codes
+
+
+def _ready(calls: list[tuple[Any, tuple]]) -> bool:
+    """Whether every ``(kernel, args)`` runs now without compiling; each one that does
+    not is queued for the background (:func:`.route.ready`)."""
+    from . import route
+
+    return all([route.ready(kernel, args) for kernel, args in calls])  # noqa: C419 (ask all)
+
+
+def nvfp4_ready(x: np.ndarray, cols: int, bs: int, kernel: Any, q: np.ndarray,
+                seeds: np.ndarray, scale_kernel: Any, scale_q: np.ndarray) -> bool:
+    """Whether NVFP4's block kernels (:func:`nvfp4_block_amax`, :func:`nvfp4_elements`
+    with the element ``kernel``, and the E4M3 ``scale_kernel``) run now without
+    compiling; those that do not are loaded or compiled in the background."""
+    f0, b0, u0 = np.empty(0, np.float32), np.empty(0, np.bool_), np.empty(0, np.uint8)
+    return _ready([(nvfp4_block_amax, (x, cols, bs, f0, b0)),
+                   (_nvfp4_chunk, (x, cols, bs, 0, 0, u0, f0, np.float32(1), b0, f0)),
+                   (kernel, (q, f0, seeds, u0)),
+                   (scale_kernel, (scale_q, f0, _NO_SEEDS, u0))])
 
 
 @_jit
@@ -303,7 +335,8 @@ def dequantize_blocks(codes: np.ndarray, per_block: np.ndarray, table: np.ndarra
     the tensor's shape), ``per_block`` (float64, ``axis`` cut into blocks of ``bs``),
     the product in float64 stored as ``dtype``. None where this does not apply (a
     dtype other than float32/float64, arrays of other shapes or types, a code past
-    the table): the caller's numpy path then answers, errors included."""
+    the table) or the kernel is not compiled yet: the caller's numpy path then
+    answers, errors included."""
     if np.dtype(dtype) not in (np.float32, np.float64) or not (
             isinstance(codes, np.ndarray) and codes.dtype == np.uint8 and codes.ndim >= 1
             and isinstance(per_block, np.ndarray) and per_block.dtype == np.float64):
@@ -314,7 +347,8 @@ def dequantize_blocks(codes: np.ndarray, per_block: np.ndarray, table: np.ndarra
     if scales.shape != moved.shape[:-1] + (-(-cols // bs),) or codes.size == 0:
         return None
     out = np.empty(moved.shape, dtype)
-    if _dequantize(np.ascontiguousarray(moved).reshape(-1), cols, bs, table,
-                   np.ascontiguousarray(scales).reshape(-1), out.reshape(-1)) >= 0:
+    args = (np.ascontiguousarray(moved).reshape(-1), cols, bs, table,
+            np.ascontiguousarray(scales).reshape(-1), out.reshape(-1))
+    if not _ready([(_dequantize, args)]) or _dequantize(*args) >= 0:
         return None
     return np.ascontiguousarray(np.moveaxis(out, -1, axis))
