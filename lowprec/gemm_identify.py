@@ -240,6 +240,11 @@ class _Problem:
                                                              dtype=np.float64)
 
 
+def _differ(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Different values (a +0 against a -0 does not count: see the module docstring)."""
+    return ~_same(x, y) & ~((x == 0) & (y == 0))
+
+
 def _same(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Bit-equal as float32 (every output format is a subset), NaN equal to NaN."""
     with np.errstate(over="ignore", invalid="ignore"):
@@ -426,7 +431,7 @@ class GemmIdentification:
         if p.exists() and not force:
             raise ValueError(f"{p} exists; pass force=True (--force) to overwrite it")
         s = self.separating
-        arrays: dict[str, np.ndarray] = {"a": s["a"], "b": s["b"]}
+        arrays: dict[str, Any] = {"a": s["a"], "b": s["b"]}
         if s["c"] is not None:
             arrays["c"] = s["c"]
         labels = list(s["outputs"])
@@ -441,7 +446,7 @@ class GemmIdentification:
 # ------------------------------------------------------------------ checks
 def _check(a: Any, b: Any, c: Any, d: Any, fin: FloatFormat, fout: FloatFormat
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
-    arrs = []
+    arrs: list[np.ndarray | None] = []
     for name, x in (("A", a), ("B", b), ("C", c), ("D", d)):
         if x is None:
             arrs.append(None)
@@ -555,8 +560,8 @@ def _separate(entries: list[_Entry], k_len: int, has_c: bool, fin: FloatFormat,
         prob = _Problem(a, bt, c, fin, fout, models, pairs=True)
         outs = [prob.run(e.expr) for e in entries]
         for r in range(a.shape[0]):
-            split = {(i, j) for (i, j) in pairs if not _same(outs[i][r:r + 1],
-                                                              outs[j][r:r + 1])[0]}
+            split = {(i, j) for (i, j) in pairs if _differ(outs[i][r:r + 1],
+                                                            outs[j][r:r + 1])[0]}
             if split and len(kept_a) < keep_rows:
                 kept_a.append(a[r])
                 kept_b.append(bt[:, r])
@@ -572,19 +577,19 @@ def _separate(entries: list[_Entry], k_len: int, has_c: bool, fin: FloatFormat,
     sc = np.diag(kept_c) if has_c else None
     prob = _Problem(sa, sb, sc, fin, fout, models)
     r = sa.shape[0]
-    outs = {e.cand.label(): prob.run(e.expr).reshape(r, r) for e in entries}
-    labels = list(outs)
+    grid = {e.cand.label(): prob.run(e.expr).reshape(r, r) for e in entries}
+    labels = list(grid)
     differ = []
     unseparated = []
     for i in range(len(labels)):
         for j in range(i + 1, len(labels)):
-            d = ~_same(outs[labels[i]], outs[labels[j]])
+            d = _differ(grid[labels[i]], grid[labels[j]])
             if d.any():
                 ii, jj = (int(v) for v in np.argwhere(d)[0])
                 differ.append((labels[i], labels[j], ii, jj))
             else:
                 unseparated.append((labels[i], labels[j]))
-    return {"a": sa, "b": sb, "c": sc, "outputs": outs, "differ": differ,
+    return {"a": sa, "b": sb, "c": sc, "outputs": grid, "differ": differ,
             "unseparated": unseparated}
 
 
@@ -592,7 +597,7 @@ def _separate(entries: list[_Entry], k_len: int, has_c: bool, fin: FloatFormat,
 def _library_names(k_len: int, has_c: bool, groups: dict[str, tuple[Any, list[str], bool]]
                    ) -> dict[str, str]:
     """Canonical expression -> library GEMM name (``cublaslt_fp8`` = promote(128, h100))."""
-    out = {}
+    out: dict[str, str] = {}
     for name, lib in LIBRARY_GEMMS.items():
         mdl = lib.model
         if isinstance(mdl, Promote) and isinstance(mdl.inner, Architecture):
@@ -669,7 +674,7 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
 
     rng = np.random.default_rng(seed)
     side = max(1, int(math.isqrt(sample)))
-    stages = []
+    stages: list[tuple[np.ndarray, np.ndarray]] = []
     for s in (side, 64):
         r, cc = min(m, s), min(n, s)
         if r * cc < m * n and (not stages or r * cc > stages[-1][0].size * stages[-1][1].size):
