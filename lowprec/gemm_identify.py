@@ -358,6 +358,9 @@ class GemmIdentification:
         Model name -> other names with the same rule (``h100`` -> ``h100:wgmma``, ...).
     ties:
         Candidates other than ``best`` that also reproduce every output checked.
+    unconfirmed:
+        Candidates that explained every sampled output but were left out of the later
+        stages by ``max_survivors``.
     separating:
         None without ties; else ``{"a", "b", "c", "outputs": {label: D}, "differ":
         [(label, label, row, col)], "unseparated": [(label, label)]}``: a small GEMM
@@ -376,6 +379,7 @@ class GemmIdentification:
     inputs: str = ""
     output: str = ""
     library_names: dict[str, str] = field(default_factory=dict)
+    unconfirmed: int = 0
 
     def name(self, cand: GemmCandidate) -> str:
         """A candidate's label with its model's aliases and library names."""
@@ -401,6 +405,9 @@ class GemmIdentification:
             lines.append("  also explains everything: " + "; ".join(self.name(t)
                                                                      for t in self.ties[:6])
                          + (f" (+{len(self.ties) - 6})" if len(self.ties) > 6 else ""))
+        if self.unconfirmed:
+            lines.append(f"  {self.unconfirmed} more candidates explained every sampled output "
+                         "but were not run on all (raise max_survivors)")
         shown = 0
         for cand, frac, cnt in self.candidates[1:]:
             if cand in self.ties:
@@ -683,6 +690,7 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
     stages.append((np.arange(m), np.arange(n)))
 
     alive = order
+    unconfirmed = 0
     for level, (rows, cols) in enumerate(stages, start=1):
         sub_c = None if cv is None else cv[np.ix_(rows, cols)]
         prob = _Problem(av[rows], bv[:, cols], sub_c, fin, fout, mobj)
@@ -696,6 +704,8 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
             break
         keep = [e for e in alive if e.frac == top] if top == 1.0 else sorted(
             [e for e in alive if e.frac >= top - 0.05], key=lambda e: -e.frac)
+        if top == 1.0:
+            unconfirmed += max(0, len(keep) - max_survivors)
         alive = keep[:max_survivors]
         say(f"stage {level}: {want.size} outputs, best {top:.2%}, {len(alive)} go on")
 
@@ -717,7 +727,8 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
         aliases={name: v[1] for name, v in groups.items() if v[1]},
         ties=[e.cand for e in ties], separating=separating, shape=(m, k_len, n),
         inputs=fin.name, output=fout.name,
-        library_names={e.cand.label(): libs[e.canon] for e in order if e.canon in libs})
+        library_names={e.cand.label(): libs[e.canon] for e in order if e.canon in libs},
+        unconfirmed=unconfirmed)
 
 
 def run_candidate(a: Any, b: Any, c: Any, candidate: GemmCandidate, *,
@@ -725,10 +736,10 @@ def run_candidate(a: Any, b: Any, c: Any, candidate: GemmCandidate, *,
     """D of one candidate on (A, B, C): what the library it names would return.
 
     >>> import numpy as np
-    >>> a = np.array([[1.0, 2.0**-12, 2.0**-12, 2.0**-12]]); b = np.ones((4, 1))
-    >>> float(run_candidate(a, b, None, GemmCandidate("sequential", split_k=2),
-    ...                     inputs="fp16", output="fp16")[0, 0])
-    1.0
+    >>> a = np.array([[1.0, 2.0**24, 1.0, -2.0**24]]); b = np.ones((4, 1))
+    >>> run = lambda cand: float(run_candidate(a, b, None, cand, inputs="fp32")[0, 0])
+    >>> run(GemmCandidate("sequential")), run(GemmCandidate("sequential", split_k=2))
+    (0.0, 1.0)
     """
     fin, fout = get_format(inputs), get_format(output)
     if fout.name not in _OUTPUTS:
