@@ -60,7 +60,7 @@ def main() -> None:
     print(f"{'truth':30s} {'identify s':>10s} {'matmul s':>9s} {'ratio':>6s}  best")
     for name, cc, make in truths:
         t_mm, d = _best(make, args.repeat)
-        t_id, ident = _best(lambda: lp.identify_gemm(a, b, cc, d, inputs="fp8_e4m3"),
+        t_id, ident = _best(lambda cc=cc, d=d: lp.identify_gemm(a, b, cc, d, inputs="fp8_e4m3"),
                             args.repeat)
         print(f"{name:30s} {t_id:10.2f} {t_mm:9.2f} {t_id / t_mm:6.1f}  "
               f"{ident.best.label()} ({ident.explained:.0%}, {len(ident.ties)} ties)")
