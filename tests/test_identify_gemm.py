@@ -55,6 +55,21 @@ def _frac(ident, cand):
     raise AssertionError(f"{cand.label()} was not tried")
 
 
+def _by_label(label):
+    """The candidate of a label such as ``h100 promote 128, split-K 2 (sequential)``."""
+    kw = {}
+    for part in label.split(", "):
+        if part.startswith("split-K"):
+            kw["split_k"] = int(part.split()[1])
+            kw["reduction"] = part.split("(")[1].rstrip(")")
+        else:
+            words = part.split()
+            kw["model"] = words[0]
+            if "promote" in words:
+                kw["promote"] = int(words[words.index("promote") + 1])
+    return GemmCandidate(**kw)
+
+
 def _names_truth(ident, truth):
     return ident.best == truth or truth in ident.equivalent.get(ident.best.label(), [])
 
@@ -210,8 +225,8 @@ def test_bad_inputs(bad, match):
 
 def test_cli(tmp_path, capsys):
     rng = np.random.default_rng(0)
-    a = lp.round_to(rng.standard_normal((24, 256)), "fp8_e4m3")
-    b = lp.round_to(rng.standard_normal((256, 24)), "fp8_e4m3")
+    a = lp.round_to(rng.standard_normal((24, 512)), "fp8_e4m3")
+    b = lp.round_to(rng.standard_normal((512, 24)), "fp8_e4m3")
     c = rng.standard_normal((24, 24)).astype(np.float32).astype(np.float64)
     d = _split_k(a, b, c, 2, "fp8_e4m3", "h100")
     for name, x in (("A", a), ("B", b), ("C", c), ("D", d)):
@@ -222,19 +237,32 @@ def test_cli(tmp_path, capsys):
                  "--inputs", "fp8_e4m3", "--separating-out", str(sep)])
     out = capsys.readouterr().out
     assert code == 0
-    # split-K 2 with C in the first MMA is promote(128) with C in the first MMA
-    assert "best h100 promote 128" in out and "explains 576/576" in out
+    # split-K 2 with C in the first MMA is promote(256) with C in the first MMA
+    assert "best h100 promote 256" in out and "explains 576/576" in out
     assert "the same arithmetic as: h100, split-K 2 (sequential)" in out
-    if "separating input written" in out:
-        with np.load(sep) as z:
-            assert z["a"].shape[1] == 256 and len(z["labels"]) >= 2
-        sep.unlink()
+    assert "no ties: nothing written" in out and not sep.exists()
     # an existing file is not overwritten without --force
     sep.write_text("keep")
     code = main(["validate", "identify", "gemm", *files, "--inputs", "fp8_e4m3",
                  "--separating-out", str(sep)])
     err = capsys.readouterr().err
     assert code == 2 and "exists; pass --force" in err and sep.read_text() == "keep"
+    # ties (promote(128) and split-K variants on plain normal operands): with --force the
+    # separating input replaces the file, and the tied candidates' D in it differ
+    np.save(tmp_path / "D2.npy", lp.matmul(a, b, inputs="fp8_e4m3", model=promote(128)))
+    code = main(["validate", "identify", "gemm", files[0], files[1], str(tmp_path / "D2.npy"),
+                 "--inputs", "fp8_e4m3", "--separating-out", str(sep), "--force"])
+    out = capsys.readouterr().out
+    assert code == 0 and "separating input written" in out
+    with np.load(sep) as z:
+        assert z["a"].shape[1] == 512 and z["b"].shape[0] == 512 and "c" not in z
+        labels = list(z["labels"])
+        assert len(labels) >= 2 and labels[0] == "h100 promote 128"
+        for i in range(1, len(labels)):
+            assert (z["d_0"] != z[f"d_{i}"]).any()
+            again = run_candidate(z["a"], z["b"], None, _by_label(labels[i]),
+                                  inputs="fp8_e4m3")
+            np.testing.assert_array_equal(again, z[f"d_{i}"])
     # a shape mismatch: one line, no traceback
     np.save(tmp_path / "Bbad.npy", b[:100])
     code = main(["validate", "identify", "gemm", files[0], str(tmp_path / "Bbad.npy"),
