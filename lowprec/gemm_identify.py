@@ -13,9 +13,9 @@ D their GPU library returned, the four things that decide a GEMM's bits:
 * **split-K**: K cut into ``s`` chunks of ``ceil(K/s)``, each accumulated by the model, the
   FP32 partial results summed in chunk order, as a pairwise tree or in reverse order, C
   entering the first chunk's MMA, the start of the sum or its end (the epilogue);
-* a **dropped K tail**: the last ``K mod t`` elements ignored (the bug class of
-  triton-lang/triton#2752 and #2767, where a K not a multiple of the block size lost
-  its remainder).
+* a **dropped K tail**: the last ``K mod t`` elements ignored (a K-loop that runs
+  ``K // t`` whole tiles; lowprec's issue #37 names triton-lang/triton#2752 and #2767 as
+  this bug class; not checked here against those threads).
 
 Every candidate is an expression over *leaves* (one chained tensor-core run over a range
 of k, computed by :func:`lowprec.matmul.matmul`) joined by FP32 round-to-nearest
