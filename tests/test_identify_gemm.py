@@ -141,6 +141,11 @@ def test_instruction_aliases_and_library_names():
     # Blackwell's FP8 rules are other candidates, and they do not explain these outputs
     assert _frac(ident, GemmCandidate("b200", promote=128)) < 1.0
     assert _frac(ident, GemmCandidate("b200:tcgen05", promote=128)) < 1.0
+    # restricted to named models: the instruction's own name is the candidate's
+    only = identify_gemm(a, b, None, d, inputs="fp8_e4m3", models=["h100:wgmma", "b200"],
+                         separate=False)
+    assert only.best == GemmCandidate("h100:wgmma", promote=128) and only.explained == 1.0
+    assert {c.model for c, _, _ in only.candidates} == {"h100:wgmma", "b200"}
 
 
 def test_fp16_output_accumulators():
