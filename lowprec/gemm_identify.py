@@ -45,7 +45,7 @@ import numpy as np
 from .formats import FloatFormat, get_format
 from .instructions import INSTRUCTIONS
 from .library_gemms import LIBRARY_GEMMS
-from .matmul import _exact_codes, matmul, vecdot
+from .matmul import _exact_codes, _operand_mode, matmul, vecdot
 from .rounding import round_to
 from .tensorcores import ARCHITECTURES, Architecture, Promote, TensorCore
 
@@ -451,7 +451,8 @@ class GemmIdentification:
 
 
 # ------------------------------------------------------------------ checks
-def _check(a: Any, b: Any, c: Any, d: Any, fin: FloatFormat, fout: FloatFormat
+def _check(a: Any, b: Any, c: Any, d: Any, fin: FloatFormat, fout: FloatFormat,
+           operand_rounding: str | None = None
            ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
     arrs: list[np.ndarray | None] = []
     for name, x in (("A", a), ("B", b), ("C", c), ("D", d)):
@@ -481,6 +482,9 @@ def _check(a: Any, b: Any, c: Any, d: Any, fin: FloatFormat, fout: FloatFormat
             raise ValueError(f"{name}{idx} = {float(x[tuple(idx)])!r}: identify_gemm needs "
                              "finite A, B and C (a NaN or inf output says nothing about the "
                              "order of the additions)")
+    if operand_rounding is not None:  # the hardware's conversion (TF32: truncation)
+        av = np.asarray(round_to(av, fin, _operand_mode(operand_rounding)), dtype=np.float64)
+        bv = np.asarray(round_to(bv, fin, _operand_mode(operand_rounding)), dtype=np.float64)
     _exact_codes(av, fin, "A")
     _exact_codes(bv, fin, "B")
     if cv is not None:
@@ -628,7 +632,7 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
                   split_k: Sequence[int] = (2, 3, 4, 8, 16),
                   tails: Sequence[int] = (8, 16, 32, 64, 128),
                   sample: int = 256, max_survivors: int = 24, separate: bool = True,
-                  seed: int = 0, trials: int = 25,
+                  seed: int = 0, trials: int = 25, operand_rounding: str | None = None,
                   progress: Callable[[str], None] | None = None) -> GemmIdentification:
     """Which instruction model, promotion interval, split-K and K tail reproduce a GEMM.
 
@@ -638,6 +642,9 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
     outputs, the survivors on 4,096, then on all M*N; the result ranks them by the
     fraction of outputs reproduced bit for bit and, when several explain everything,
     holds a small separating GEMM (``separate=False`` skips that search).
+    ``operand_rounding`` (None: A and B must already be values of ``inputs``) converts
+    them first: ``"rtz"`` with ``inputs="tf32"`` is what a TF32 tensor core does to FP32
+    operands (see :func:`lowprec.matmul.matmul`).
 
     >>> import numpy as np, lowprec as lp
     >>> from lowprec.matmul import promote
@@ -657,7 +664,7 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
             raise ValueError(f"{name} must hold positive integers, got {list(seq)}")
     if sample < 1 or max_survivors < 1:
         raise ValueError("sample and max_survivors must be >= 1")
-    av, bv, cv, dv = _check(a, b, c, d, fin, fout)
+    av, bv, cv, dv = _check(a, b, c, d, fin, fout, operand_rounding)
     m, k_len, n = av.shape[0], av.shape[1], bv.shape[1]
     has_c = cv is not None
     groups = _model_groups(fin, fout, models)

@@ -165,6 +165,22 @@ def test_fp16_output_accumulators():
     assert _frac(ident, GemmCandidate("h100", accumulate="fp16")) < 1.0
 
 
+def test_tf32_from_fp32_operands():
+    """FP32 data through a TF32 GEMM: the hardware truncates the operands; identify_gemm
+    with operand_rounding="rtz" explains every output, with "rne" it does not."""
+    rng = np.random.default_rng(32)
+    a = rng.standard_normal((16, 128)).astype(np.float32).astype(np.float64)
+    b = rng.standard_normal((128, 16)).astype(np.float32).astype(np.float64)
+    d = lp.matmul(a, b, inputs="tf32", model="a100", operand_rounding="rtz")
+    ident = identify_gemm(a, b, None, d, inputs="tf32", operand_rounding="rtz",
+                          separate=False)
+    assert ident.best == GemmCandidate("a100") and ident.explained == 1.0
+    rne = identify_gemm(a, b, None, d, inputs="tf32", operand_rounding="rne", separate=False)
+    assert rne.explained < 0.5
+    with pytest.raises(ValueError, match="is not a value of inputs='tf32'"):
+        identify_gemm(a, b, None, d, inputs="tf32")
+
+
 def test_run_candidate_matches_lowprec_promote_with_c():
     rng = np.random.default_rng(3)
     a, b = _operands(rng, 8, 384, 8, "fp8_e4m3")

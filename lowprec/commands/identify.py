@@ -79,6 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="input format: fp16, bf16, tf32, fp8_e4m3, fp8_e5m2, ...")
     g.add_argument("--output", default="fp32", choices=["fp32", "fp16", "bf16"],
                    help="output format")
+    g.add_argument("--operand-rounding", default=None, choices=["rne", "rtz"],
+                   help="convert A and B to --inputs first (rtz: a TF32 tensor core fed FP32 "
+                   "data); default: they must already be values of --inputs")
     g.add_argument("--separating-out", default=None, metavar="FILE.npz",
                    help="write the separating input (a, b, c) and each tied candidate's D")
     g.add_argument("--force", action="store_true", help="overwrite --separating-out")
@@ -125,7 +128,8 @@ def _run_gemm(args: argparse.Namespace, read_array) -> int:
             raise ValueError(f"--separating-out: no folder {str(out.parent)!r}")
     a, b, d = (read_array(p) for p in (args.a, args.b, args.d))
     c = read_array(args.c) if args.c else None
-    ident = identify_gemm(a, b, c, d, inputs=args.inputs, output=args.output)
+    ident = identify_gemm(a, b, c, d, inputs=args.inputs, output=args.output,
+                          operand_rounding=args.operand_rounding)
     print(ident)
     if out is not None:
         if ident.separating is None:
