@@ -17,6 +17,7 @@ from . import hadamard, mx, nvfp4, quant_error, recipes, scaling
 from .arith import add, div, fma, mul, sqrt, sub
 from .explain import Explanation, RangeStats, explain, range_stats
 from .formats import FORMATS, FloatFormat, custom_format, get_format, list_formats
+from .gemm_identify import identify_gemm
 from .matmul import dot, list_models, matmul, vecdot
 from .packing import pack, unpack
 from .rounding import MODES, decode, encode, round_to
@@ -39,6 +40,7 @@ __all__ = [
     "fma",
     "get_format",
     "hadamard",
+    "identify_gemm",
     "list_formats",
     "list_models",
     "matmul",

@@ -332,11 +332,18 @@ def _c_values(c: Any, shape: tuple[int, ...]) -> np.ndarray | None:
 # -------------------------------------------------------------------- matmul
 def matmul(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
            accumulate: FloatFormat | str = "fp32", output: FloatFormat | str | None = None,
-           model: ModelLike = "sequential", mode: str = "rne") -> np.ndarray:
+           model: ModelLike = "sequential", mode: str = "rne",
+           operand_rounding: str = "rne") -> np.ndarray:
     """a @ b + c for 2-D arrays, emulating low-precision hardware.
 
-    ``a`` (M x K) and ``b`` (K x N) are rounded to ``inputs`` (rne; exact when
-    they already are values of it); products are exact; ``model`` says how
+    ``a`` (M x K) and ``b`` (K x N) are rounded to ``inputs`` (under
+    ``operand_rounding``, default ``"rne"``; exact when they already are values of
+    it). ``operand_rounding="rtz"`` is what a TF32 tensor core does to FP32
+    operands: it truncates them (PTX ISA, ``mma``/``wgmma`` with ``.tf32``: the
+    operand's low 13 bits are ignored; MMA-Sim, microsoft/MMA-Sim commit 16a0188,
+    ``mmasim/simulator/nv.py`` calls ``truncate_to_tf32`` on A and B), so
+    ``lp.matmul(a32, b32, inputs="tf32", model="a100", operand_rounding="rtz")`` is
+    the hardware fed FP32 data. Products are exact; ``model`` says how
     they are added, starting from ``c`` (M x N, default zero), in ``accumulate``;
     the result is rounded to ``output`` (default: ``accumulate``) and returned as
     float64. On a GPU architecture model ``K`` longer than one instruction's k
@@ -351,23 +358,41 @@ def matmul(a: Any, b: Any, c: Any = None, *, inputs: FloatFormat | str = "fp16",
     1.0009765625
     >>> float(lp.matmul(a, b, [[0.5]], model="h100")[0, 0])   # C enters the MMA
     1.500732421875
+    >>> x = np.array([[1 + 2.0**-10 + 2.0**-11]])   # between two TF32 values
+    >>> float(lp.matmul(x, [[1.0]], inputs="tf32", model="a100")[0, 0])
+    1.001953125
+    >>> float(lp.matmul(x, [[1.0]], inputs="tf32", model="a100", operand_rounding="rtz")[0, 0])
+    1.0009765625
     """
     if is_block_scaled(a) or is_block_scaled(b):  # MX / NVFP4 tensors: lowprec.blockmma
         return block_scaled_matmul(a, b, c, model=model, output=output or "fp32", mode=mode)
     mdl = get_model(model)
     fin, facc, fout, mode = _formats(inputs, accumulate, output, mode)
+    op_mode = _operand_mode(operand_rounding)
     a, b = np.asarray(a), np.asarray(b)
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs a (M, K) and b (K, N) arrays, got shapes {a.shape} "
                          f"and {b.shape}")
     M, N = a.shape[0], b.shape[1]
     cv = _c_values(c, (M, N))
-    ca = np.ascontiguousarray(encode(a, fin), dtype=np.int64)  # int64: one compiled kernel
-    cb = np.ascontiguousarray(encode(b, fin).T, dtype=np.int64)
+    ca = np.ascontiguousarray(encode(a, fin, op_mode), dtype=np.int64)  # int64: one kernel
+    cb = np.ascontiguousarray(encode(b, fin, op_mode).T, dtype=np.int64)
     ia = np.repeat(np.arange(M, dtype=np.int64), N)
     ib = np.tile(np.arange(N, dtype=np.int64), M)
     out = _accumulate(ca, cb, ia, ib, cv, mdl, fin, facc, fout, mode, grid=True)
     return decode(out.astype(fout.code_dtype), fout).reshape(M, N)
+
+
+def _operand_mode(operand_rounding: Any) -> str:
+    """The rounding of matmul's operands into ``inputs``: a deterministic mode."""
+    if not isinstance(operand_rounding, str):
+        raise TypeError(f"operand_rounding must be a rounding mode name such as 'rne' or "
+                        f"'rtz', got {type(operand_rounding).__name__}")
+    op = check_mode(operand_rounding)
+    if op == "stochastic":
+        raise ValueError("operand_rounding must be deterministic ('rne', 'rtz', ...), not "
+                         "'stochastic'")
+    return op
 
 
 def _exact_codes(x: np.ndarray, fmt: FloatFormat, name: str) -> np.ndarray:

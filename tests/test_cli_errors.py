@@ -87,6 +87,12 @@ CASES = [
       "--inputs", "fp16"], USAGE, "expected a .npy, .npz, .txt or .txt.gz file"),
     (["validate", "identify", "dot", "--a", "{file}", "--b", "{file}", "--d", "{file}",
       "--inputs", "fp16", "--output", "bf16"], USAGE, "did you mean fp16?"),
+    (["validate", "identify", "gemm", "{new}", "{new}", "{new}", "--inputs", "fp8_e4m3"],
+     USAGE, "no such file"),
+    (["validate", "identify", "gemm", "{file}", "{file}", "{file}", "--inputs", "fp8_e4m3",
+      "--output", "fp61"], USAGE, "did you mean fp16?"),
+    (["validate", "identify", "gemm", "{file}", "{file}", "--inputs", "fp8_e4m3"], USAGE,
+     "required: D"),
     (["validate", "identify", "conversion", "--inputs", "{file}", "--codes", "{file}"],
      USAGE, "required: --format"),
     # tutorials

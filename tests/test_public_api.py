@@ -14,7 +14,7 @@ import lowprec
 
 TOP_LEVEL = [
     "Explanation", "FORMATS", "FloatFormat", "MODES", "RangeStats", "add", "custom_format",
-    "decode", "div", "dot", "encode", "explain", "fma", "get_format", "list_formats",
+    "decode", "div", "dot", "encode", "explain", "fma", "get_format", "identify_gemm", "list_formats",
     "list_models", "matmul", "mul", "mx", "nvfp4", "pack", "quant_error", "range_stats",
     "recipes", "round_to", "scaling", "hadamard", "sqrt", "sub", "unpack", "vecdot",
 ]
@@ -31,6 +31,7 @@ SUBMODULES = {
                     "get_architecture", "input_family"],
     "identify": ["Identification", "TensorCoreCase", "conversion_probe", "identify_conversion",
                  "identify_dot", "iter_tensorcore_files", "read_array"],
+    "gemm_identify": ["GemmCandidate", "GemmIdentification", "identify_gemm", "run_candidate"],
     "scaling": ["DelayedScaling", "ScaledTensor", "current_scale", "quantize_per_tensor",
                 "quantize_tiles"],
     "mx": ["MXFormat", "MXTensor", "MX_FORMATS", "SCALE_RULES", "e8m0_scale_codes",

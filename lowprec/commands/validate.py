@@ -15,7 +15,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Compare lowprec's GPU kernels with the CPU emulator bit for bit and "
         "write validation.json and validation.md. Without --gpu only the emulator-side "
         "checks run. Exit status 3 when --gpu finds no usable GPU or CuPy. 'lowprec "
-        "validate identify conversion|dot' names the semantics behind measured outputs.",
+        "validate identify conversion|dot|gemm' names the semantics behind measured outputs.",
         examples=["lowprec validate --quick --out report/",
                   "lowprec validate --gpu --out report/ --force",
                   "lowprec validate identify dot --help"])
