@@ -34,10 +34,13 @@ beyond ``2**128`` (BF16, xf32) gives an infinity of its sign (NaN if both signs)
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["AMD_MODELS", "mfma_dot", "mfma_matmul"]
+from .tensorcores import AccumulationModel
+
+__all__ = ["AMD_MODELS", "MFMA", "MFMA_MODELS", "get_mfma", "mfma_dot", "mfma_matmul"]
 
 _MMASIM = "MMA-Sim (microsoft/MMA-Sim c785138, mmasim/simulator/amd.py)"
 
@@ -207,3 +210,60 @@ def mfma_matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | float, arch: str,
         for j in range(b.shape[1]):
             out[i, j] = mfma_dot(a[i], b[:, j], float(cc[i, j]), arch, inputs)
     return out
+
+
+# lowprec input format -> the mfma input name, per architecture (matmul's ``inputs``).
+_MATMUL_INPUTS = {
+    "mi100": {"fp16": "fp16", "bf16": "bf16"},
+    "mi250": {"fp16": "fp16", "bf16": "bf16_1k"},  # CDNA2's *_bf16_1k instructions
+    "mi300": {"fp16": "fp16", "bf16": "bf16", "tf32": "xf32", "fp8_e4m3fnuz": "fp8_e4m3fnuz",
+              "fp8_e5m2fnuz": "fp8_e5m2fnuz"},
+}
+
+
+@dataclass(frozen=True)
+class MFMA(AccumulationModel):
+    """AMD CDNA matrix core (``v_mfma``): MMA-Sim's per-generation rule, FP32 output.
+
+    ``arch`` is ``mi100``, ``mi250`` or ``mi300``; ``lp.matmul(..., model="mi300:mfma")``
+    runs :func:`mfma_dot` on every output (``inputs`` fp16, bf16; on mi300 also tf32
+    (xf32), fp8_e4m3fnuz, fp8_e5m2fnuz; on mi250 bf16 means the ``_1k`` instructions).
+
+    >>> get_mfma("mi325:mfma").name
+    'mi300:mfma'
+    """
+
+    arch: str = "mi300"
+    name: str = "mi300:mfma"
+
+    def describe(self) -> str:
+        gen, fmts = AMD_MODELS[self.arch]
+        return (f"{self.name}: AMD {gen} v_mfma ({', '.join(_MATMUL_INPUTS[self.arch])} inputs, "
+                f"FP32 output); source: {_MMASIM}")
+
+    def input_name(self, fmt: str) -> str:
+        """The mfma input name for lowprec format ``fmt`` (a clear error if none)."""
+        table = _MATMUL_INPUTS[self.arch]
+        if fmt not in table:
+            raise ValueError(f"{self.name} takes inputs {', '.join(table)}, got {fmt!r}")
+        return table[fmt]
+
+
+#: The AMD models under their instruction names.
+MFMA_MODELS: dict[str, MFMA] = {f"{k}:mfma": MFMA(arch=k, name=f"{k}:mfma") for k in AMD_MODELS}
+
+
+def get_mfma(name: str) -> MFMA | None:
+    """The model of ``"<amd chip>:mfma"`` (aliases ``mi210``, ``mi250x``, ``mi300x``,
+    ``mi325`` accepted), or None when ``name`` does not name an AMD chip.
+
+    >>> get_mfma("mi210:mfma").name
+    'mi250:mfma'
+    """
+    chip, _, instr = name.strip().lower().partition(":")
+    chip = _ALIASES.get(chip, chip)
+    if chip not in AMD_MODELS:
+        return None
+    if instr not in ("mfma", ""):
+        raise ValueError(f"AMD {chip} has the instruction 'mfma', got {name!r}")
+    return MFMA_MODELS[f"{chip}:mfma"]
