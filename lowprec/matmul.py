@@ -54,6 +54,7 @@ from ._kernels import params
 from ._kernels.tc_fast import tc_grid
 from ._names import did_you_mean
 from ._runtime import _threads
+from .amd import MFMA, MFMA_MODELS, get_mfma, mfma_dot
 from .blockmma import block_scaled_matmul, is_block_scaled
 from .formats import FloatFormat, custom_format, get_format
 from .instructions import INSTRUCTIONS, get_instruction
@@ -128,7 +129,8 @@ DEEPSEEK_V3 = Promote(name="deepseek_v3", every=128, inner=H100)
 
 _MODELS: dict[str, AccumulationModel] = {
     m.name: m for m in [Exact(), Sequential(), Pairwise(), Blocked(), *ARCHITECTURES.values(),
-                        DEEPSEEK_V3, *INSTRUCTIONS.values(), *LIBRARY_GEMMS.values()]
+                        DEEPSEEK_V3, *INSTRUCTIONS.values(), *MFMA_MODELS.values(),
+                        *LIBRARY_GEMMS.values()]
 }
 # Preset names before the architecture table; they resolve to an architecture.
 _DEPRECATED = {"h100_fp8": "h100", "a100_tf32": "a100"}
@@ -179,6 +181,9 @@ def get_model(model: ModelLike) -> AccumulationModel:
             return _MODELS[_DEPRECATED[key]]
         if key in chip_names():
             return get_architecture(key)
+        amd = get_mfma(key)  # "mi300:mfma" (lowprec.amd)
+        if amd is not None:
+            return amd
         inst = get_instruction(key)  # "h100:wgmma": raises on an unknown pair
         if inst is not None:
             return inst
@@ -252,6 +257,8 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
     if c is not None and isinstance(mdl, (Exact, Pairwise, Blocked)):
         raise ValueError(f"model {mdl.name!r} takes no c; c is accumulated by sequential, "
                          "the GPU architectures, tensor_core(...) and promote(...) models")
+    if isinstance(mdl, MFMA):
+        return _mfma_codes(ca, cb, ia, ib, c, mdl, fin, facc, fout)
     if isinstance(mdl, Exact):
         base = 2 * (fin.emin - 2 * fin.mantissa_bits)
         top = 2 * (fin.emax + 1) + max(1, math.ceil(math.log2(max(k_len, 1)))) + 2
@@ -302,6 +309,19 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
     else:
         raise TypeError(f"unsupported model type {type(mdl).__name__}")
     return out
+
+
+def _mfma_codes(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
+                c: np.ndarray | None, mdl: MFMA, fin: FloatFormat, facc: FloatFormat,
+                fout: FloatFormat) -> np.ndarray:
+    """AMD mfma (lowprec.amd reference, per output): FP32 accumulation, then fout."""
+    if facc.name != "fp32":
+        raise ValueError(f"{mdl.name} accumulates in fp32, got accumulate={facc.name!r}")
+    name = mdl.input_name(fin.name)
+    af, bf = decode(ca.astype(fin.code_dtype), fin), decode(cb.astype(fin.code_dtype), fin)
+    d = np.array([mfma_dot(af[i], bf[j], 0.0 if c is None else float(c[n]), mdl.arch, name)
+                  for n, (i, j) in enumerate(zip(ia.tolist(), ib.tolist()))], dtype=np.float64)
+    return np.asarray(encode(d, fout), dtype=np.int64)
 
 
 def _formats(inputs: FloatFormat | str, accumulate: FloatFormat | str,

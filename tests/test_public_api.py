@@ -22,6 +22,7 @@ TOP_LEVEL = [
 SUBMODULES = {
     "formats": ["ALIASES", "FORMATS", "FloatFormat", "custom_format", "get_format",
                 "list_formats"],
+    "amd": ["AMD_MODELS", "MFMA", "MFMA_MODELS", "get_mfma", "mfma_dot", "mfma_matmul"],
     "rounding": ["MODES", "check_mode", "decode", "encode", "round_to"],
     "arith": ["add", "div", "fma", "mul", "sqrt", "sub"],
     "matmul": ["AccumulationModel", "Architecture", "Blocked", "Exact", "Pairwise", "Promote",
