@@ -139,7 +139,10 @@ class Scheme:
                                 rng=rng, scale_format=str(o.pop("scale", "ue4m3")),
                                 global_scale=None if gs is None else float(gs))
             _no_more(o, self)
-            return t2.dequantize(), t2.clip_threshold(), t2.bits_per_value
+            # a tensor scale of 1 (global=1: none) need not be stored: 32 bits less
+            bits2 = t2.bits_per_value - (32 / max(x.size, 1) if t2.global_scale == 1 and gs
+                                         is not None else 0.0)
+            return t2.dequantize(), t2.clip_threshold(), bits2
         t3 = mx.quantize(x, self.kind, axis=axis, block_size=int(o.pop("block", 32)),
                          scale_rule=str(o.pop("rule", "floor")), mode=mode, rng=rng)
         _no_more(o, self)
