@@ -211,7 +211,7 @@ class NVFP4Tensor:
 
     @classmethod
     def from_packed(cls, data: bytes | np.ndarray, shape: tuple[int, ...], axis: int = -1,
-                    block_size: int = 16, scale_format: str = "ue4m3") -> NVFP4Tensor:
+                    block_size: int = 16, *, scale_format: str = "ue4m3") -> NVFP4Tensor:
         """Rebuild an :class:`NVFP4Tensor` from :meth:`pack`'s bytes."""
         scale_format = _check_scale_format(scale_format)
         header, scales, codes, shape, axis, block_size = _blocks.unpack_scaled(

@@ -64,8 +64,8 @@ def block_format_rows() -> list[tuple[str, ...]]:
     from .. import mx
     from ..schemes import BLOCK_VARIANT_KINDS
 
-    rows = [("name", "element", "block", "block scale", "tensor scale", "bits/value",
-             "defined by")]
+    rows: list[tuple[str, ...]] = [("name", "element", "block", "block scale", "tensor scale",
+                                    "bits/value", "defined by")]
     for m in mx.MX_FORMATS.values():
         rows.append((m.name, "int8 (q/64)" if m.integer else m.element.name, "32", "e8m0",
                      "-", f"{m.element.width + 8 / 32:g}", "OCP MX v1.0"))
