@@ -18,7 +18,7 @@ objects); options are ``key=value`` or flags:
 ``tiles:FMT``                   a scale per tile (:func:`scaling.quantize_tiles`);
                                 ``tile=1x128`` (default) or ``tile=128x128``, ``pow2``
 ``mxfp8_e4m3`` ... ``mxint8``   OCP MX (:func:`mx.quantize`); ``block=32``,
-                                ``rule=floor|ceil|rceil|even``, ``axis=-1``
+                                ``rule=floor|ceil|rceil|even|trn``, ``axis=-1``
 ``nvfp4``                       NVFP4 (:func:`nvfp4.quantize`); ``block=16``, ``axis=-1``,
                                 ``scale=ue4m3|ue5m3``, ``global=S`` (tensor scale; ``1``:
                                 none)

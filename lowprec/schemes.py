@@ -102,7 +102,8 @@ class Scheme:
     description:
         One sentence for tables and ``lowprec inspect --list-recipes``.
     scale_rule:
-        For ``mx``: ``floor`` (the spec's), ``ceil``, ``rceil`` or ``even``.
+        For ``mx``: ``floor`` (the spec's), ``ceil``, ``rceil``, ``even`` or ``trn``
+        (AWS Trainium's, MXFP8 schemes only).
     mode:
         The rounding mode of the elements: ``"rne"`` or ``"stochastic"``.
     refused:
@@ -198,6 +199,8 @@ for _mxf in mx.MX_FORMATS:
     if _mxf == "mxint8":
         continue
     for _rule in mx.SCALE_RULES:
+        if _rule == "trn" and not _mxf.startswith("mxfp8"):
+            continue  # AWS documents its rule for MXFP8 only
         _TABLE.append(Scheme(_mxf if _rule == "floor" else f"{_mxf}_{_rule}", "mx", _mxf,
                              f"OCP {_mxf.upper()}, blocks of 32, scale rule {_rule!r}", _rule))
 _TABLE.append(Scheme("nvfp4", "nvfp4", "nvfp4",

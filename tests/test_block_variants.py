@@ -362,3 +362,23 @@ def test_variants_are_listed_by_info_and_offered_by_the_explorer(capsys) -> None
         e = entries[name]
         assert (e["block"], e["scale"], e["tensor_scale"]) == (
             block, {"ue4m3": "fp8_e4m3", "ue5m3": "ue5m3"}[sf], ts)
+
+
+# ------------------------------------------------------------------ Trainium's MX scale
+@pytest.mark.parametrize("fmt", ["mxfp8_e4m3", "mxfp8_e5m2"])
+def test_trn_scale_is_twice_the_ocp_scale_and_nothing_clips(fmt: str) -> None:
+    """AWS nki.isa.quantize_mx: "a block scale that is two times larger" than the OCP
+    sample conversion (the floor rule), so no element of a block saturates."""
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal((64, 128)) * 2.0 ** rng.integers(-40, 40, (64, 1))).astype(
+        np.float32)
+    ocp = lp.mx.quantize(x, fmt, scale_rule="floor")
+    trn = lp.mx.quantize(x, fmt, scale_rule="trn")
+    assert np.array_equal(trn.scales, 2 * ocp.scales)
+    assert not np.any(np.abs(x) >= trn.clip_threshold())
+    # amax < 2**(e+1) and the scale is 2**(e + 1 - emax_elem): every scaled value is
+    # below 2**emax_elem, so no element goes past it (the top binade stays unused)
+    emax = lp.mx.get_mx_format(fmt).emax_elem
+    assert np.nanmax(np.abs(trn.elements)) <= 2.0**emax < lp.mx.get_mx_format(fmt).element_max
+    assert np.any(np.abs(x) >= ocp.clip_threshold())  # the OCP rule does clip some
+    assert "mxfp8_e4m3_trn" in lp.schemes.SCHEMES and "mxfp4_trn" not in lp.schemes.SCHEMES

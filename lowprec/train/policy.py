@@ -86,7 +86,8 @@ class Quant:
         ``"mxfp4_ue4m3"``, ``"mxfp4_ue5m3"``, ``"nvfp4_ue5m3"``:
         :data:`lowprec.schemes.BLOCK_VARIANT_KINDS`).
     scale_rule:
-        The MX scale rule (``floor``, ``ceil``, ``rceil``, ``even``; :data:`lowprec.mx.SCALE_RULES`).
+        The MX scale rule (``floor``, ``ceil``, ``rceil``, ``even``, ``trn``;
+        :data:`lowprec.mx.SCALE_RULES`).
 
     Every :mod:`lowprec.schemes` name is a Quant: :meth:`from_scheme`.
     """
