@@ -39,6 +39,7 @@ import numpy as np
 from . import __version__, mx
 from .formats import FloatFormat, custom_format, get_format, list_formats
 from .rounding import MODES, decode, encode
+from .schemes import BLOCK_VARIANT_KINDS
 
 __all__ = ["MX_EXAMPLE", "build_page", "explorer_data", "parse_format_spec", "write_page"]
 
@@ -115,9 +116,21 @@ def explorer_data(extra: list[FloatFormat] | tuple[FloatFormat, ...] = ()) -> di
         for m in mx.MX_FORMATS.values() if not m.integer
     ]
     mx_entries.append({"name": "nvfp4", "element": "fp4_e2m1", "emax_elem": 2,
+                       "block": 16, "scale": "fp8_e4m3", "tensor_scale": True,
                        "rule": "nvfp4: E2M1 elements, one E4M3 scale per 16 values and one "
                                "FP32 scale per tensor, every step in FP32 "
                                "(lowprec.nvfp4.quantize)"})
+    for name, (block, scale_format, tensor_scale) in BLOCK_VARIANT_KINDS.items():
+        scale = {"ue4m3": "fp8_e4m3", "ue5m3": "ue5m3"}[scale_format]
+        how = ("and one FP32 scale per tensor, as NVFP4" if tensor_scale else
+               "= amax/6 rounded to nearest even, saturating; no tensor scale")
+        mx_entries.append({
+            "name": name, "element": "fp4_e2m1", "emax_elem": 2, "block": block,
+            "scale": scale, "tensor_scale": tensor_scale,
+            "rule": f"{name}: E2M1 elements, one {scale_format.upper()} scale per {block} "
+                    f"values {how}, every step in FP32 (lowprec.nvfp4.quantize(x, "
+                    f"block_size={block}, scale_format={scale_format!r}"
+                    + ("" if tensor_scale else ", global_scale=1") + "))"})
     return {"version": __version__, "formats": entries, "mx": mx_entries,
             "modes": [[m, meaning] for m, meaning in MODES.items()],
             "mx_example": MX_EXAMPLE,

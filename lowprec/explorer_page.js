@@ -96,7 +96,9 @@ function roundCore(x, f, mode, saturate) {
                             : {code: f.nan_pos};
   }
   const neg = x < 0 || Object.is(x, -0);
-  if (!f.signed && (neg || x === 0)) return {code: f.nan_pos};    // e8m0: no zero, no sign
+  if (!f.signed && ((neg && x !== 0) || (x === 0 && !f.has_subnormals)))
+    return {code: f.nan_pos};                                   // unsigned: no sign; e8m0: no zero
+  if (!f.signed && x === 0) return {code: 0};                   // ue5m3: +0 and -0 are 0
   if (!Number.isFinite(x)) {
     if (saturate || (!f.has_inf && f.nan === "none")) return {code: (neg ? f.signMask : 0) + f.maxMag};
     return {code: f.has_inf ? (neg ? f.signMask : 0) + f.maxMag + 1 : (neg ? f.nan_neg : f.nan_pos)};
@@ -167,23 +169,25 @@ function mxQuantize(xs, mxf) {
           : "2^" + (scaleCode - 127) + " = " + show(scale) + " (E8M0 code " + hex(scaleCode, e8) + ")",
           codes, element: el, note, deq: codes.map(c => (scaleCode === 0xff ? NaN : el.values[c] * scale))};
 }
-function nvfp4Quantize(xs) {
-  // lowprec.nvfp4.quantize, step by step in float32 (Math.fround) as Transformer Engine does
-  const F = Math.fround, el = DATA.byName["fp4_e2m1"], e4 = DATA.byName["fp8_e4m3"];
+function nvfp4Quantize(xs, mxf) {
+  // lowprec.nvfp4.quantize, step by step in float32 (Math.fround) as Transformer Engine does;
+  // mxf: the block size, the block-scale format and whether there is a tensor scale
+  const F = Math.fround, el = DATA.byName["fp4_e2m1"], e4 = DATA.byName[mxf.scale];
+  const bs = mxf.block, nanCode = e4.nan_pos, sName = mxf.scale === "ue5m3" ? "UE5M3" : "E4M3";
   const FLT_MAX = F(3.4028234663852886e38);
   const x32 = xs.map(F);
   const toInf = xs.filter((x, i) => Number.isFinite(x) && !Number.isFinite(x32[i]));
   const note = (toInf.length ? show(toInf[0]) + " is beyond float32's range (NVFP4 takes FP32 " +
     "input): it becomes inf. " : "") + (x32.some(v => !Number.isFinite(v))
-    ? "A block of 16 holding inf or NaN gets the E4M3 NaN scale (0x7f) and dequantizes to NaN " +
-      "(lowprec.nvfp4.quantize)." : "");
+    ? "A block of " + bs + " holding inf or NaN gets the " + sName + " NaN scale (" +
+      hex(nanCode, e4) + ") and dequantizes to NaN (lowprec.nvfp4.quantize)." : "");
   const blocks = [];
-  for (let i = 0; i < x32.length; i += 16) blocks.push(x32.slice(i, i + 16));
+  for (let i = 0; i < x32.length; i += bs) blocks.push(x32.slice(i, i + bs));
   const bAmax = blocks.map(b => b.reduce((m, v) => (Number.isFinite(v) ? Math.max(m, Math.abs(v)) : m), 0));
   const bad = blocks.map(b => b.some(v => !Number.isFinite(v)));
   const amax = F(Math.max(0, ...bAmax));
   let sEnc = Math.min(F(F(448 * 6) / amax), FLT_MAX);
-  if (amax === 0 || sEnc === 0 || Number.isNaN(sEnc)) sEnc = 1;
+  if (amax === 0 || sEnc === 0 || Number.isNaN(sEnc) || !mxf.tensor_scale) sEnc = 1;
   sEnc = F(sEnc);
   const sDec = F(1 / sEnc), sixth = F(1 / 6);
   const codes = [], deq = [], scales = [];
@@ -192,7 +196,7 @@ function nvfp4Quantize(xs) {
     let sc = roundJS(Math.min(sb, FLT_MAX), e4, "rne", true).code;
     const sBlock = F(e4.values[sc]);
     const rcp = Math.min(F(1 / F(sBlock * sDec)), FLT_MAX);
-    if (bad[k]) sc = 0x7f;
+    if (bad[k]) sc = nanCode;
     scales.push(sc);
     for (const v of b) {
       const c = bad[k] ? 0 : roundJS(F(v * rcp), el, "rne", true).code;
@@ -200,7 +204,8 @@ function nvfp4Quantize(xs) {
       deq.push(bad[k] ? NaN : el.values[c] * e4.values[sc] * sDec);
     }
   });
-  const text = "per tensor (FP32) " + show(sDec) + "; per block of 16 (E4M3): " +
+  const text = (mxf.tensor_scale ? "per tensor (FP32) " + show(sDec) + "; " : "no tensor scale; ") +
+    "per block of " + bs + " (" + sName + "): " +
     scales.map(c => show(e4.values[c]) + " (" + hex(c, e4) + ")").join(", ");
   return {codes, deq, element: el, scaleText: text, scales, sDec, note};
 }
@@ -346,7 +351,7 @@ function renderMX() {
       "give 1 to 32 numbers separated by commas (e.g. 0.1, -3e-5, 1e40, inf, nan)";
     return;
   }
-  const q = state.mxformat === "nvfp4" ? nvfp4Quantize(xs) : mxQuantize(xs, mxf);
+  const q = mxf.scale !== undefined ? nvfp4Quantize(xs, mxf) : mxQuantize(xs, mxf);
   $("mx-scale").textContent = q.scaleText;
   $("mx-note").textContent = q.note;
   xs.forEach((x, i) => {

@@ -334,6 +334,8 @@ FORMATS: dict[str, FloatFormat] = {
         _fmt("fp4_e2m1", 2, 1, "OCP MX FP4 E2M1: no inf, no NaN", **_FINITE),
         _fmt("e8m0", 8, 0, "OCP MX scale: unsigned powers of two 2**-127..2**127, NaN = 0xFF",
              signed=False, has_inf=False, nan="max", has_subnormals=False),
+        _fmt("ue5m3", 5, 3, "NVIDIA UE5M3 block scale (PTX ISA 9.4): unsigned, bias 15, "
+             "subnormals, no inf, NaN = 0xFF, max 114688", signed=False, **_OCP),
     ]
 }
 
@@ -354,6 +356,7 @@ ALIASES: dict[str, str] = {
     "float6_e2m3fn": "fp6_e2m3", "e2m3": "fp6_e2m3",
     "float4_e2m1fn": "fp4_e2m1", "e2m1": "fp4_e2m1", "fp4": "fp4_e2m1",
     "float8_e8m0fnu": "e8m0", "e8m0fnu": "e8m0",
+    "e5m3u": "ue5m3", "float8_ue5m3": "ue5m3",
 }
 
 # Formats that numpy or ml_dtypes implement, by canonical name (used by tests
@@ -393,7 +396,7 @@ def reference_dtype(fmt: FloatFormat | str) -> np.dtype | None:
 
 def list_formats() -> list[FloatFormat]:
     """All registered formats, in registry order: fp32, tf32, the 16-bit formats, then
-    the 8-, 6- and 4-bit ones, and the e8m0 scale format last."""
+    the 8-, 6- and 4-bit ones, and the scale formats (e8m0, ue5m3) last."""
     return list(FORMATS.values())
 
 

@@ -33,6 +33,14 @@ Scale rules (``scale_rule=``), with ``amax`` the block's largest magnitude and
 ``even``
     torchao ``EVEN``: ``amax`` is first rounded to the element's precision
     (``mantissa_bits + 1`` bits, ties away from zero), then ``floor``.
+``trn``
+    ``k = floor(log2(amax)) - emax_elem + 1``: twice the ``floor`` scale, the block
+    scale of AWS Trainium's ``nki.isa.quantize_mx`` (Neuron 2.32+, NeuronCore-v4:
+    "a block scale that is two times larger" than the OCP sample conversion,
+    "reserving additional range for rounding the largest values in each group
+    without saturation"; AWS documents it for MXFP8). Nothing clips. AWS does not
+    say how zero or non-finite blocks or the elements are handled: lowprec's
+    conventions below apply, as for every rule.
 
 Special cases (the spec's choices, and ours where it leaves one):
 
@@ -138,6 +146,8 @@ SCALE_RULES: dict[str, str] = {
     "rceil": "amax / elem_max rounded up to a power of two: cuBLAS, Transformer Engine, "
              "torchao RCEIL",
     "even": "floor after rounding amax to the element precision: torchao EVEN",
+    "trn": "2**(floor(log2(amax)) - emax_elem + 1), twice floor's: AWS Trainium "
+           "nki.isa.quantize_mx",
 }
 
 
@@ -198,6 +208,8 @@ def e8m0_scale_codes(
         return np.where(finite, codes, E8M0_NAN).astype(np.uint8)
     if rule == "floor":
         k = _floor_log2(safe) - mxf.emax_elem
+    elif rule == "trn":
+        k = _floor_log2(safe) - mxf.emax_elem + 1
     elif rule == "ceil":
         mant = np.frexp(safe)[0]
         k = _floor_log2(safe) + (mant != 0.5) - mxf.emax_elem
@@ -389,7 +401,7 @@ def quantize(
         Blocks are ``block_size`` consecutive values along ``axis`` (the spec
         uses 32); a ragged last block is zero-padded.
     scale_rule:
-        ``"floor"`` (spec), ``"ceil"``, ``"rceil"`` or ``"even"``: see the
+        ``"floor"`` (spec), ``"ceil"``, ``"rceil"``, ``"even"`` or ``"trn"``: see the
         module docstring.
     mode, rng:
         Rounding of the elements, any :data:`lowprec.MODES` mode (``rng`` for

@@ -27,12 +27,33 @@ none): a block holding NaN or ±inf gets the E4M3 NaN code (0x7F) as its scale
 and element codes 0, so it dequantizes to NaN; such values are left out of
 ``amax(x)``.
 
+Block variants (``block_size=``, ``scale_format=``, ``global_scale=``), each the
+recipe above with one parameter changed, nothing else:
+
+* ``block_size=32``: NVFP4 with blocks of 32 (two-level, UE4M3 scales);
+* ``global_scale=1.0``: no tensor scale (``S_enc = s_tensor = 1``), so step 2 is
+  ``s_block = e4m3(block_amax * fp32(1/6))``: E2M1 with one UE4M3 scale per block
+  (``block_size=32``: "MXFP4 with UE4M3 scales"); block amaxes below ``6 * 2**-10``
+  get the scale 0 (the block dequantizes to zero), above ``6 * 464`` the scale
+  saturates at 448 and the elements at 6;
+* ``scale_format="ue5m3"``: the block scales are NVIDIA's UE5M3 (``lowprec.get_format
+  ("ue5m3")``: unsigned E5M3, bias 15, subnormals, no infinity, NaN = 0xFF, largest
+  114688; CUDA 13.4 ``__nv_fp8_ue5m3``, PTX ISA 9.4 ``.ue5m3x2``), rounded to nearest
+  even and saturated at 114688 as step 2 rounds E4M3 (``cvt.rn.satfinite``). No public
+  rule derives a tensor scale for UE5M3 scales, so ``global_scale=None`` means no
+  tensor scale (1) with them; pass ``global_scale`` to use one. A non-finite block
+  gets the UE5M3 NaN code 0xFF.
+
 >>> import numpy as np, lowprec.nvfp4 as nvfp4
 >>> t = nvfp4.quantize(np.array([6.0, 3.0, -1.0, 0.25] * 4, dtype=np.float32))
 >>> t.dequantize()[:2].tolist()  # s_tensor = 1/(2688/6) is not exact in FP32
 [6.0000002682209015, 3.0000001341104507]
 >>> float(t.dequantize()[3]), t.bits_per_value  # 0.25 is a tie between 0 and 0.5
 (0.0, 6.5)
+>>> u = nvfp4.quantize(np.array([6.0, 3.0, -1.0, 0.25] * 8), block_size=32,
+...                    scale_format="ue5m3")
+>>> u.scales.tolist(), u.dequantize()[:4].tolist()   # amax 6: scale 6/6 = 1
+([1.0], [6.0, 3.0, -1.0, 0.0])
 """
 
 from __future__ import annotations
@@ -52,14 +73,28 @@ from ._runtime import _get_rng, _random_words
 from .formats import get_format
 from .rounding import check_mode, decode, encode
 
-__all__ = ["BLOCK_SCALE", "ELEMENT", "NVFP4Tensor", "global_encode_scale", "quantize"]
+__all__ = ["BLOCK_SCALE", "ELEMENT", "NVFP4Tensor", "SCALE_FORMATS", "global_encode_scale",
+           "quantize"]
 
 ELEMENT = get_format("fp4_e2m1")
 BLOCK_SCALE = get_format("fp8_e4m3")
+#: The block-scale formats, by the name ``quantize(scale_format=)`` takes: UE4M3 is
+#: FP8 E4M3 with the sign bit 0 (NaN 0x7F), UE5M3 the unsigned E5M3 (NaN 0xFF).
+SCALE_FORMATS = {"ue4m3": BLOCK_SCALE, "ue5m3": get_format("ue5m3")}
+_SCALE_NAN = {"ue4m3": 0x7F, "ue5m3": 0xFF}
 _F32 = np.float32
 _FLT_MAX = _F32(np.finfo(np.float32).max)
 _E4M3_NAN = 0x7F
 _NO_SEEDS = np.empty(0, np.uint64)
+
+
+def _check_scale_format(scale_format: str) -> str:
+    key = scale_format.strip().lower() if isinstance(scale_format, str) else None
+    if key not in SCALE_FORMATS:
+        raise ValueError(f"scale_format must be one of {', '.join(SCALE_FORMATS)} (UE4M3: "
+                         f"NVFP4's E4M3 block scale; UE5M3: NVIDIA's unsigned E5M3), got "
+                         f"{scale_format!r}")
+    return str(key)
 
 
 def global_encode_scale(amax: float) -> np.float32:
@@ -83,11 +118,12 @@ def _element_table() -> np.ndarray:
     return _TABLES["e2m1"]
 
 
-def _scale_table() -> np.ndarray:
-    """The value of every E4M3 code as float32 (NaN for 0x7F, 0xFF), cached."""
-    if "e4m3" not in _TABLES:
-        _TABLES["e4m3"] = decode(np.arange(256, dtype=np.uint8), BLOCK_SCALE).astype(_F32)
-    return _TABLES["e4m3"]
+def _scale_table(scale_format: str = "ue4m3") -> np.ndarray:
+    """The value of every scale code as float32 (E4M3: NaN for 0x7F, 0xFF), cached."""
+    if scale_format not in _TABLES:
+        _TABLES[scale_format] = decode(np.arange(256, dtype=np.uint8),
+                                       SCALE_FORMATS[scale_format]).astype(_F32)
+    return _TABLES[scale_format]
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,9 +131,10 @@ class NVFP4Tensor:
     """An NVFP4-quantized array.
 
     ``codes``: E2M1 codes (uint8, low 4 bits), the input's shape;
-    ``scale_codes``: E4M3 codes (uint8), the input's shape with ``axis``
-    replaced by the number of blocks; ``global_scale``: the FP32 per-tensor
-    decode scale ``s_tensor``.
+    ``scale_codes``: block-scale codes (uint8: UE4M3 = E4M3, or UE5M3), the input's
+    shape with ``axis`` replaced by the number of blocks; ``global_scale``: the FP32
+    per-tensor decode scale ``s_tensor`` (1 when there is none);
+    ``scale_format``: ``"ue4m3"`` or ``"ue5m3"``.
     """
 
     codes: np.ndarray
@@ -106,11 +143,12 @@ class NVFP4Tensor:
     shape: tuple[int, ...]
     axis: int
     block_size: int = 16
+    scale_format: str = "ue4m3"
 
     @property
     def scales(self) -> np.ndarray:
         """Block scales ``s_block`` (float64; NaN marks a non-finite block)."""
-        return decode(self.scale_codes, BLOCK_SCALE)
+        return decode(self.scale_codes, SCALE_FORMATS[self.scale_format])
 
     def _broadcast(self, per_block: np.ndarray, per_element: np.ndarray) -> np.ndarray:
         blocks = _blocks.to_blocks(per_element, self.axis, self.block_size)
@@ -132,6 +170,10 @@ class NVFP4Tensor:
 
     def _block_mma_operand(self) -> dict[str, Any]:
         """What a block-scaled MMA reads (:mod:`lowprec.blockmma`)."""
+        if self.scale_format != "ue4m3":
+            raise ValueError(f"lowprec models no block-scaled MMA that reads "
+                             f"{self.scale_format.upper()} scales (PTX ISA 9.4 gives them to "
+                             "sm_107's tcgen05.mma, which is not modelled); dequantize first")
         return {"codes": self.codes, "element": ELEMENT, "scale_kind": "ue4m3",
                 "scale_codes": self.scale_codes, "block": self.block_size, "axis": self.axis,
                 "shape": self.shape, "global_scale": float(self.global_scale)}
@@ -169,18 +211,20 @@ class NVFP4Tensor:
 
     @classmethod
     def from_packed(cls, data: bytes | np.ndarray, shape: tuple[int, ...], axis: int = -1,
-                    block_size: int = 16) -> NVFP4Tensor:
+                    block_size: int = 16, *, scale_format: str = "ue4m3") -> NVFP4Tensor:
         """Rebuild an :class:`NVFP4Tensor` from :meth:`pack`'s bytes."""
+        scale_format = _check_scale_format(scale_format)
         header, scales, codes, shape, axis, block_size = _blocks.unpack_scaled(
             data, shape, axis, block_size, 4, 4, "NVFP4")
         gs = header.copy().view("<f4")[0]
-        return cls(codes, scales, _F32(gs), shape, axis, block_size)
+        return cls(codes, scales, _F32(gs), shape, axis, block_size, scale_format)
 
     unpack = from_packed
 
     def __repr__(self) -> str:
+        extra = "" if self.scale_format == "ue4m3" else f", scale_format={self.scale_format!r}"
         return (f"NVFP4Tensor(shape={self.shape}, axis={self.axis}, block_size="
-                f"{self.block_size}, global_scale={float(self.global_scale)!r})")
+                f"{self.block_size}, global_scale={float(self.global_scale)!r}{extra})")
 
 
 def quantize(
@@ -191,13 +235,17 @@ def quantize(
     global_scale: float | None = None,
     *,
     rng: Any = None,
+    scale_format: str = "ue4m3",
 ) -> NVFP4Tensor:
     """Quantize ``x`` to NVFP4 along ``axis`` (see the module docstring for the recipe).
 
     ``mode``/``rng`` round the elements (any :data:`lowprec.MODES` mode;
     Transformer Engine uses ``rne``, and ``stochastic`` for gradients).
     ``global_scale`` is the FP32 per-tensor decode scale; by default
-    ``amax(x) / (448 * 6)`` as the recipe computes it.
+    ``amax(x) / (448 * 6)`` as the recipe computes it (UE4M3 scales), or 1 (no
+    tensor scale) with ``scale_format="ue5m3"``. ``block_size`` (16 in NVFP4) and
+    ``scale_format`` (``"ue4m3"``, NVFP4's; ``"ue5m3"``) give the block variants of
+    the module docstring.
 
     The work is done by the compiled block kernels (:mod:`lowprec._kernels.blocks`: one
     pass for the block amaxes, one for the elements); :func:`_quantize_reference`, the
@@ -206,6 +254,9 @@ def quantize(
     """
     mode = check_mode(mode)
     block_size = _blocks.check_block_size(block_size)
+    scale_format = _check_scale_format(scale_format)
+    if global_scale is None and scale_format == "ue5m3":
+        global_scale = 1.0  # no published tensor-scale rule for UE5M3 block scales
     arr = _blocks.as_working_array(x)
     with np.errstate(over="ignore"):
         x32 = arr.astype(np.float32, copy=False)
@@ -218,10 +269,11 @@ def quantize(
         if not (np.isfinite(s_dec) and s_dec > 0):
             raise ValueError(f"global_scale must be a positive finite float32, got {global_scale!r}")
     if x32.size and bits32.supports(ELEMENT):
-        fast = _quantize_fast(x32, axis, block_size, mode, global_scale, rng)
+        fast = _quantize_fast(x32, axis, block_size, mode, global_scale, rng, scale_format)
         if fast is not None:
             return fast
-    return _quantize_reference(x32, axis, block_size, mode, global_scale, rng=rng)
+    return _quantize_reference(x32, axis, block_size, mode, global_scale, rng=rng,
+                               scale_format=scale_format)
 
 
 def _tensor_scales(amax: float, global_scale: float | None) -> tuple[np.float32, np.float32]:
@@ -233,19 +285,25 @@ def _tensor_scales(amax: float, global_scale: float | None) -> tuple[np.float32,
     return _F32(1) / s_dec, s_dec
 
 
-def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32) -> np.ndarray:
-    """E4M3 codes of ``block_amax * (S_enc / 6)`` (FP32, rne, saturating): what
-    ``encode(..., "rne", saturate=True)`` gives, from its float32 kernel directly."""
+def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32,
+                      scale_format: str = "ue4m3") -> np.ndarray:
+    """Scale codes of ``block_amax * (S_enc / 6)`` (FP32, rne, saturating): what
+    ``encode(..., "rne", saturate=True)`` gives, for E4M3 from its float32 kernel
+    directly (UE5M3, unsigned with subnormals, is not a ``bits32`` format)."""
     s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
     np.minimum(s_dec_b, _FLT_MAX, out=s_dec_b)
+    fmt = SCALE_FORMATS[scale_format]
+    if not bits32.supports(fmt):
+        return np.asarray(encode(s_dec_b, fmt, "rne", saturate=True), dtype=np.uint8)
     codes = np.empty(s_dec_b.shape, np.uint8)
-    kernel, q = convert.kernel_for(BLOCK_SCALE, MODE_INT["rne"], True, False, True)
+    kernel, q = convert.kernel_for(fmt, MODE_INT["rne"], True, False, True)
     kernel(q, s_dec_b, _NO_SEEDS, codes)
     return codes  # every float32, NaN included, has an E4M3 code
 
 
 def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
-                   global_scale: float | None, rng: Any) -> NVFP4Tensor | None:
+                   global_scale: float | None, rng: Any,
+                   scale_format: str = "ue4m3") -> NVFP4Tensor | None:
     """:func:`quantize` through the block kernels (a pass for the block amaxes, a pass
     for the elements); None where it does not apply or a scaled element is NaN (the
     reference then raises)."""
@@ -274,20 +332,22 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     bad = np.empty(n_blocks, np.bool_)
     nvfp4_block_amax(flat, cols, block_size, block_amax, bad)
     s_enc, s_dec = _tensor_scales(float(block_amax.max()), global_scale)
-    scale_codes = _block_scale_codes(block_amax, s_enc)
-    codes = nvfp4_elements(flat, cols, block_size, scale_codes, _scale_table(), s_dec, bad,
-                           kernel, q, seeds)
+    scale_codes = _block_scale_codes(block_amax, s_enc, scale_format)
+    codes = nvfp4_elements(flat, cols, block_size, scale_codes, _scale_table(scale_format),
+                           s_dec, bad, kernel, q, seeds)
     if codes is None:
         return None
-    scale_codes[bad] = _E4M3_NAN
+    scale_codes[bad] = _SCALE_NAN[scale_format]
     codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))
     scale_codes = np.ascontiguousarray(
         np.moveaxis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
-    return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size)
+    return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size,
+                       scale_format)
 
 
 def _quantize_reference(x32: np.ndarray, axis: int, block_size: int, mode: str,
-                        global_scale: float | None, *, rng: Any = None) -> NVFP4Tensor:
+                        global_scale: float | None, *, rng: Any = None,
+                        scale_format: str = "ue4m3") -> NVFP4Tensor:
     """:func:`quantize` in whole-array numpy steps (``x32`` the float32 input, the other
     arguments checked): the reference of the block kernels."""
     blocks = _blocks.to_blocks(x32, axis, block_size)
@@ -307,15 +367,17 @@ def _quantize_reference(x32: np.ndarray, axis: int, block_size: int, mode: str,
         s_enc = _F32(1) / s_dec
 
     s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
-    scale_codes = encode(np.minimum(s_dec_b, _FLT_MAX), BLOCK_SCALE, "rne", saturate=True)
-    s_block = decode(scale_codes, BLOCK_SCALE).astype(np.float32)
+    sfmt = SCALE_FORMATS[scale_format]
+    scale_codes = encode(np.minimum(s_dec_b, _FLT_MAX), sfmt, "rne", saturate=True)
+    s_block = decode(scale_codes, sfmt).astype(np.float32)
     with np.errstate(divide="ignore", over="ignore"):
         scale_rcp = np.minimum(_F32(1) / (s_block * s_dec), _FLT_MAX)
         scaled = blocks * scale_rcp[..., None]
     scaled = np.where(bad_block[..., None], _F32(0), scaled)
     codes = encode(scaled, ELEMENT, mode, saturate=True, rng=rng)
-    scale_codes = np.where(bad_block, _E4M3_NAN, scale_codes).astype(np.uint8)
+    scale_codes = np.where(bad_block, _SCALE_NAN[scale_format], scale_codes).astype(np.uint8)
 
     codes = np.ascontiguousarray(_blocks.from_blocks(codes, axis, x32.shape[axis]))
     scale_codes = np.ascontiguousarray(np.moveaxis(scale_codes, -1, axis))
-    return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size)
+    return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size,
+                       scale_format)

@@ -18,8 +18,10 @@ objects); options are ``key=value`` or flags:
 ``tiles:FMT``                   a scale per tile (:func:`scaling.quantize_tiles`);
                                 ``tile=1x128`` (default) or ``tile=128x128``, ``pow2``
 ``mxfp8_e4m3`` ... ``mxint8``   OCP MX (:func:`mx.quantize`); ``block=32``,
-                                ``rule=floor|ceil|rceil|even``, ``axis=-1``
-``nvfp4``                       NVFP4 (:func:`nvfp4.quantize`); ``block=16``, ``axis=-1``
+                                ``rule=floor|ceil|rceil|even|trn``, ``axis=-1``
+``nvfp4``                       NVFP4 (:func:`nvfp4.quantize`); ``block=16``, ``axis=-1``,
+                                ``scale=ue4m3|ue5m3``, ``global=S`` (tensor scale; ``1``:
+                                none)
 ``nvfp4_1x16`` ... ``_4over6``  the NVFP4 training recipe's quantizers
                                 (:data:`lowprec.schemes.NVFP4_RECIPE_KINDS`); ``axis=-1``;
                                 ``nvfp4_rht`` is measured rotated back
@@ -57,7 +59,7 @@ from . import mx, nvfp4, scaling
 from ._blocks import as_working_array, overflow_threshold
 from .formats import get_format
 from .rounding import check_mode, round_to
-from .schemes import NVFP4_RECIPE_KINDS
+from .schemes import BLOCK_VARIANT_KINDS, NVFP4_RECIPE_KINDS
 
 __all__ = [
     "Scheme",
@@ -132,10 +134,15 @@ class Scheme:
                     else np.moveaxis(t4.clip_threshold(), -1, axis))
             return q4, lim4, 8.0 * t4.nbytes / max(x.size, 1)
         if self.kind == "nvfp4":
+            gs = o.pop("global", None)
             t2 = nvfp4.quantize(x, axis=axis, block_size=int(o.pop("block", 16)), mode=mode,
-                                rng=rng)
+                                rng=rng, scale_format=str(o.pop("scale", "ue4m3")),
+                                global_scale=None if gs is None else float(gs))
             _no_more(o, self)
-            return t2.dequantize(), t2.clip_threshold(), t2.bits_per_value
+            # a tensor scale of 1 (global=1: none) need not be stored: 32 bits less
+            bits2 = t2.bits_per_value - (32 / max(x.size, 1) if t2.global_scale == 1 and gs
+                                         is not None else 0.0)
+            return t2.dequantize(), t2.clip_threshold(), bits2
         t3 = mx.quantize(x, self.kind, axis=axis, block_size=int(o.pop("block", 32)),
                          scale_rule=str(o.pop("rule", "floor")), mode=mode, rng=rng)
         _no_more(o, self)
@@ -196,6 +203,11 @@ def _from_table(spec: str) -> Scheme | None:
         return Scheme(s.fmt, None, {"rule": s.scale_rule, **opts}, name=s.name)
     if s.kind == "nvfp4" or s.kind in NVFP4_RECIPE_KINDS:
         return Scheme(s.kind, None, opts, name=s.name)
+    if s.kind in BLOCK_VARIANT_KINDS:
+        block, scale_format, tensor_scale = BLOCK_VARIANT_KINDS[s.kind]
+        extra: dict[str, Any] = {} if tensor_scale else {"global": 1.0}
+        return Scheme("nvfp4", None, {"block": block, "scale": scale_format, **extra, **opts},
+                      name=s.name)
     raise ValueError(f"scheme {spec!r} ({s.kind}) has no compare_schemes equivalent")
 
 

@@ -43,8 +43,9 @@ from . import mx, nvfp4
 from ._names import did_you_mean
 from .formats import FloatFormat, get_format
 
-__all__ = ["GEMM_DIRECTIONS", "GEMM_OPERANDS", "KINDS", "NVFP4_RECIPE_KINDS", "SCHEMES",
-           "Scheme", "get_scheme", "list_schemes", "parse_gemms"]
+__all__ = ["BLOCK_VARIANT_KINDS", "GEMM_DIRECTIONS", "GEMM_OPERANDS", "KINDS",
+           "NVFP4_RECIPE_KINDS", "SCHEMES", "Scheme", "get_scheme", "list_schemes",
+           "parse_gemms"]
 
 #: NVIDIA's NVFP4 training recipe's quantizers (:mod:`lowprec.recipes.nvfp4`), one kind
 #: each: (block shape, random Hadamard transform first, 4over6). Their ``_sr`` is the
@@ -57,10 +58,23 @@ NVFP4_RECIPE_KINDS: dict[str, tuple[tuple[int, int], bool, bool]] = {
     "nvfp4_16x16_4over6": ((16, 16), False, True),
 }
 
+#: E2M1 block variants of NVFP4 (:func:`lowprec.nvfp4.quantize` with one parameter
+#: changed), one kind each: (block size, block-scale format, tensor scale or not).
+#: ``nvfp4_b32``: NVFP4 with blocks of 32; ``mxfp4_ue4m3``: a UE4M3 scale per 32 values
+#: and no tensor scale; ``mxfp4_ue5m3`` / ``nvfp4_ue5m3``: a UE5M3 scale per 32 / 16
+#: values and no tensor scale (see docs/scaled-formats.md for the sources).
+BLOCK_VARIANT_KINDS: dict[str, tuple[int, str, bool]] = {
+    "nvfp4_b32": (32, "ue4m3", True),
+    "mxfp4_ue4m3": (32, "ue4m3", False),
+    "mxfp4_ue5m3": (32, "ue5m3", False),
+    "nvfp4_ue5m3": (16, "ue5m3", False),
+}
+
 #: The kinds of scheme: plain rounding, fp16 under the loss scale, one per-tensor
 #: scale from this tensor's amax or from earlier steps' amax, OCP MX blocks, NVFP4,
-#: and the NVFP4 recipe's quantizers.
-KINDS = ("cast", "loss_scale", "current", "delayed", "mx", "nvfp4", *NVFP4_RECIPE_KINDS)
+#: the NVFP4 recipe's quantizers and the E2M1 block variants.
+KINDS = ("cast", "loss_scale", "current", "delayed", "mx", "nvfp4", *NVFP4_RECIPE_KINDS,
+         *BLOCK_VARIANT_KINDS)
 
 #: The GEMM operands of a linear layer ``Y = X W``, as ``DIRECTION.KIND``: fprop reads
 #: the input and the weight, dgrad (``dX``) the output gradient and the weight, wgrad
@@ -88,7 +102,8 @@ class Scheme:
     description:
         One sentence for tables and ``lowprec inspect --list-recipes``.
     scale_rule:
-        For ``mx``: ``floor`` (the spec's), ``ceil``, ``rceil`` or ``even``.
+        For ``mx``: ``floor`` (the spec's), ``ceil``, ``rceil``, ``even`` or ``trn``
+        (AWS Trainium's, MXFP8 schemes only).
     mode:
         The rounding mode of the elements: ``"rne"`` or ``"stochastic"``.
     refused:
@@ -117,7 +132,8 @@ class Scheme:
         """The format the stored elements are in."""
         if self.kind == "mx":
             return mx.get_mx_format(self.fmt).element
-        if self.kind == "nvfp4" or self.kind in NVFP4_RECIPE_KINDS:
+        if self.kind == "nvfp4" or self.kind in NVFP4_RECIPE_KINDS or \
+                self.kind in BLOCK_VARIANT_KINDS:
             return nvfp4.ELEMENT
         return get_format(self.fmt)
 
@@ -126,6 +142,8 @@ class Scheme:
         """Values per block scale along the last axis (block schemes), else None."""
         if self.kind in NVFP4_RECIPE_KINDS:
             return 16
+        if self.kind in BLOCK_VARIANT_KINDS:
+            return BLOCK_VARIANT_KINDS[self.kind][0]
         return {"mx": 32, "nvfp4": 16}.get(self.kind)
 
     @property
@@ -137,6 +155,8 @@ class Scheme:
             return 4 + 8 / 16
         if self.kind in NVFP4_RECIPE_KINDS:
             return 4 + 8 / (256 if NVFP4_RECIPE_KINDS[self.kind][0] == (16, 16) else 16)
+        if self.kind in BLOCK_VARIANT_KINDS:
+            return 4 + 8 / BLOCK_VARIANT_KINDS[self.kind][0]
         return float(self.element.width)
 
 
@@ -179,6 +199,8 @@ for _mxf in mx.MX_FORMATS:
     if _mxf == "mxint8":
         continue
     for _rule in mx.SCALE_RULES:
+        if _rule == "trn" and not _mxf.startswith("mxfp8"):
+            continue  # AWS documents its rule for MXFP8 only
         _TABLE.append(Scheme(_mxf if _rule == "floor" else f"{_mxf}_{_rule}", "mx", _mxf,
                              f"OCP {_mxf.upper()}, blocks of 32, scale rule {_rule!r}", _rule))
 _TABLE.append(Scheme("nvfp4", "nvfp4", "nvfp4",
@@ -195,6 +217,14 @@ _TABLE += [
            "block scaled to 6 or to 4, whichever errs less (4over6)"),
     Scheme("nvfp4_16x16_4over6", "nvfp4_16x16_4over6", "nvfp4", _RECIPE + "16x16 blocks, "
            "4over6"),
+    Scheme("nvfp4_b32", "nvfp4_b32", "nvfp4",
+           "NVFP4 with blocks of 32: E2M1, an E4M3 scale per 32 values, an FP32 tensor scale"),
+    Scheme("mxfp4_ue4m3", "mxfp4_ue4m3", "nvfp4",
+           "E2M1, a UE4M3 scale per 32 values (amax/6, rounded to nearest), no tensor scale"),
+    Scheme("mxfp4_ue5m3", "mxfp4_ue5m3", "nvfp4",
+           "E2M1, a UE5M3 scale per 32 values (amax/6, rounded to nearest), no tensor scale"),
+    Scheme("nvfp4_ue5m3", "nvfp4_ue5m3", "nvfp4",
+           "E2M1, a UE5M3 scale per 16 values (amax/6, rounded to nearest), no tensor scale"),
 ]
 
 #: Every scheme of the table, by name (round to nearest even; ``NAME_sr`` is the same

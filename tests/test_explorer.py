@@ -248,9 +248,15 @@ def _check_block(dom: str, xs: list[float], fmt: str) -> None:
     """The MX/NVFP4 table and scale on the page equal lowprec.mx / lowprec.nvfp4 (NaN = NaN)."""
     rows = re.findall(r"<tr><td[^>]*>\d+</td>(.*?)</tr>", dom.split('id="mx-table"')[1], re.S)
     assert len(rows) == len(xs)
+    from lowprec.schemes import BLOCK_VARIANT_KINDS
+
     with np.errstate(over="ignore"):  # NVFP4 takes float32: 1e40 becomes inf, as on the page
         if fmt == "nvfp4":
             t = lp.nvfp4.quantize(np.array(xs, dtype=np.float32))
+        elif fmt in BLOCK_VARIANT_KINDS:  # the E2M1 block variants of NVFP4
+            block, sf, ts = BLOCK_VARIANT_KINDS[fmt]
+            t = lp.nvfp4.quantize(np.array(xs, dtype=np.float32), block_size=block,
+                                  scale_format=sf, global_scale=None if ts else 1.0)
         else:
             t = lp.mx.quantize(np.array(xs), fmt, block_size=32)
     deq, codes = t.dequantize(), t.codes
@@ -268,6 +274,22 @@ def _check_block(dom: str, xs: list[float], fmt: str) -> None:
 def test_block_panel_equals_mx_and_nvfp4(page: Path, fmt: str) -> None:
     xs = [0.1, -0.25, 3.7, 12.0, 0.02, -1.5, 0.0, 0.75, 200.0, -7.0]
     _check_block(_dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt), xs, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["nvfp4_b32", "mxfp4_ue4m3", "mxfp4_ue5m3", "nvfp4_ue5m3"])
+def test_block_panel_equals_the_block_variants(page: Path, fmt: str) -> None:
+    """The E2M1 block variants (lowprec.schemes.BLOCK_VARIANT_KINDS) on the page equal
+    lowprec.nvfp4.quantize: 20 values (two blocks of 16, or one of 32), a tiny block whose
+    UE4M3 scale underflows to 0, a large one whose UE4M3 scale saturates, inf."""
+    xs = [0.1, -0.25, 3.7, 12.0, 0.02, -1.5, 0.0, 0.75, 200.0, -7.0, 1e-4, 3e-5,
+          5e4, -2e5, 6.0, 1e-6, -0.0, 2.5, 0.3, 9.0]
+    _check_block(_dom(page, format="fp16", mx=",".join(map(repr, xs)), mxformat=fmt), xs, fmt)
+    small = [1e-4, -3e-5, 2e-5]
+    _check_block(_dom(page, format="fp16", mx=",".join(map(repr, small)), mxformat=fmt),
+                 small, fmt)
+    big = [1e6, -3e5, 1.0, float("inf")] if fmt.startswith("mxfp4") else [1e6, -3e5, 1.0]
+    _check_block(_dom(page, format="fp16", mx=",".join(map(repr, big)), mxformat=fmt), big,
+                 fmt)
 
 
 @pytest.mark.parametrize("fmt", ["mxfp4", "mxfp8_e4m3", "nvfp4"])
@@ -401,7 +423,7 @@ def test_page_data_carries_the_block_rules() -> None:
     for entry in data["mx"]:
         element = by_name[entry["element"]]
         assert entry["emax_elem"] == math.frexp(element["max"])[1] - 1, entry["name"]
-        if entry["name"] == "nvfp4":
+        if "scale" in entry:  # NVFP4 and its E2M1 block variants: no E8M0 scale
             continue
         k = math.frexp(1e40)[1] - 1 - entry["emax_elem"]
         t = lp.mx.quantize(np.array([1e40, 1.0]), entry["name"], block_size=32)

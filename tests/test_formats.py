@@ -39,6 +39,9 @@ SPEC = {
     "fp6_e2m3": (7.5, 1.0, 2.0**-3, 2.0**-3, 6, "OCP MX v1.0 Table 2: FP6 E2M3 max 7.5"),
     "fp4_e2m1": (6.0, 1.0, 0.5, 0.5, 4, "OCP MX v1.0 Table 2: FP4 E2M1 max 6"),
     "e8m0": (2.0**127, 2.0**-127, 2.0**-127, 1.0, 8, "OCP MX v1.0 Table 1: E8M0 2^-127..2^127"),
+    "ue5m3": (114688.0, 2.0**-14, 2.0**-17, 2.0**-3, 8,
+              "NVIDIA UE5M3 (CUDA 13.4 __nv_fp8_ue5m3, PTX ISA 9.4): max 0xFE = 114688, "
+              "min subnormal 0x01 = 2^-17"),
 }
 
 
@@ -78,13 +81,17 @@ def test_spec_bit_patterns() -> None:
         ("e8m0", 0b0111_1111, 1.0),  # MX Table 1: bias 127
         ("e8m0", 0b0000_0000, 2.0**-127),
         ("e8m0", 0b1111_1110, 2.0**127),
+        ("ue5m3", 0b11111_110, 114688.0),  # UE5M3: no sign, E5 bias 15, no inf
+        ("ue5m3", 0b00000_001, 2.0**-17),
+        ("ue5m3", 0b01111_000, 1.0),
         ("fp16", 0x7BFF, 65504.0),
         ("bf16", 0x3F80, 1.0),
     ]
     for name, code, value in cited:
         assert lp.decode(code, name) == value, (name, bin(code))
     for name, code in [("fp8_e4m3", 0x7F), ("fp8_e4m3", 0xFF), ("fp8_e5m2", 0x7D),
-                       ("e8m0", 0xFF), ("fp8_e4m3fnuz", 0x80), ("fp8_e5m2fnuz", 0x80)]:
+                       ("e8m0", 0xFF), ("fp8_e4m3fnuz", 0x80), ("fp8_e5m2fnuz", 0x80),
+                       ("ue5m3", 0xFF)]:
         assert math.isnan(lp.decode(code, name)), (name, hex(code))
 
 
@@ -130,7 +137,7 @@ def test_aliases(alias: str, name: str) -> None:
 def test_dtype_lookup(name: str) -> None:
     dt = reference_dtype(name)
     if dt is None:
-        assert name == "tf32"
+        assert name in ("tf32", "ue5m3")  # no numpy/ml_dtypes dtype implements them
         return
     assert lp.get_format(dt) is lp.FORMATS[name]
     assert lp.get_format(dt.type) is lp.FORMATS[name]

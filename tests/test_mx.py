@@ -102,6 +102,8 @@ def _ref_scale_exponent(amax: float, mxf: mx.MXFormat, rule: str) -> int | None:
 
     if rule == "floor":
         k = floor_log2(a) - emax
+    elif rule == "trn":  # AWS nki.isa.quantize_mx: twice the OCP (floor) scale
+        k = floor_log2(a) - emax + 1
     elif rule == "ceil":
         e = floor_log2(a)
         k = (e if Fraction(2) ** e == a else e + 1) - emax
@@ -110,7 +112,9 @@ def _ref_scale_exponent(amax: float, mxf: mx.MXFormat, rule: str) -> int | None:
         ulp = Fraction(2) ** (e - m)
         r = (a / ulp + Fraction(1, 2)).__floor__() * ulp  # half away from zero (a > 0)
         k = floor_log2(r) - emax
-    else:  # rceil: float32 quotient amax * fl32(1/max), then the least 2**k >= it
+    else:
+        assert rule == "rceil", rule  # a new rule needs its reference here
+        # rceil: float32 quotient amax * fl32(1/max), then the least 2**k >= it
         d = Fraction(float(np.float32(amax) * np.float32(1.0 / mxf.element_max)))
         if d == 0:  # the float32 quotient underflowed: smallest scale
             return -127

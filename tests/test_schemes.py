@@ -19,11 +19,19 @@ import pytest
 from lowprec import inspect, quant_error
 from lowprec.cli import main
 from lowprec.inspect.recipes import apply
-from lowprec.schemes import KINDS, SCHEMES, Scheme, get_scheme, list_schemes
+from lowprec.schemes import (
+    BLOCK_VARIANT_KINDS,
+    KINDS,
+    SCHEMES,
+    Scheme,
+    get_scheme,
+    list_schemes,
+)
 from lowprec.train import Quant
 
 NAMES = list(SCHEMES) + ["bf16_sr", "fp8_e4m3_current_sr", "mxfp4_rceil_sr", "nvfp4_sr",
-                        "nvfp4_1x16_sr", "nvfp4_16x16_sr", "nvfp4_rht_sr"]
+                        "nvfp4_1x16_sr", "nvfp4_16x16_sr", "nvfp4_rht_sr", "nvfp4_b32_sr",
+                        "mxfp4_ue4m3_sr", "mxfp4_ue5m3_sr", "nvfp4_ue5m3_sr"]
 
 
 def _x(shape=(4, 64), seed=0):
@@ -44,6 +52,28 @@ def test_the_table_is_one_vocabulary():
         get_scheme("fp8")
     with pytest.raises(ValueError, match="unknown scheme 'fp16_loss_scale_sr'"):
         get_scheme("fp16_loss_scale_sr")
+
+
+@pytest.mark.parametrize("name", list(BLOCK_VARIANT_KINDS))
+def test_the_block_variants_store_what_their_entry_says(name):
+    """Each E2M1 block variant: its block, bits and values are lowprec.nvfp4.quantize's
+    with the entry's block size, scale format and tensor scale (or none)."""
+    from lowprec import nvfp4
+
+    block, scale_format, tensor_scale = BLOCK_VARIANT_KINDS[name]
+    s = get_scheme(name)
+    assert (s.kind, s.block_size, s.bits, s.element.name) == (name, block, 4 + 8 / block,
+                                                              "fp4_e2m1")
+    x = _x((3, 96), 7) * 1000
+    t = nvfp4.quantize(x, block_size=block, scale_format=scale_format,
+                       global_scale=None if tensor_scale else 1.0)
+    out = apply(s, x)
+    assert np.array_equal(out.q, t.dequantize())
+    assert out.block_size == block and np.array_equal(out.block_scales, t.scales)
+    assert math.isnan(out.scale) != tensor_scale  # the FP32 tensor scale, or none
+    row = quant_error.compare_schemes(x, [name])[0]
+    assert row.bits_per_value == pytest.approx(8.0 * t.nbytes / x.size - (0 if tensor_scale
+                                                                          else 32 / x.size))
 
 
 @pytest.mark.parametrize("name", NAMES)

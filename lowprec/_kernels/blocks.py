@@ -46,8 +46,8 @@ __all__ = [
 _jit = njit(cache=True, nogil=True, error_model="numpy")  # x / 0 is inf, as in numpy
 
 #: MX scale rules as the kernels see them (see :data:`lowprec.mx.SCALE_RULES`).
-FLOOR, CEIL, RCEIL, EVEN = range(4)
-RULE_INT = {"floor": FLOOR, "ceil": CEIL, "rceil": RCEIL, "even": EVEN}
+FLOOR, CEIL, RCEIL, EVEN, TRN = range(5)
+RULE_INT = {"floor": FLOOR, "ceil": CEIL, "rceil": RCEIL, "even": EVEN, "trn": TRN}
 
 E8M0_NAN = 0xFF
 E8M0_BIAS = 127
@@ -82,7 +82,8 @@ def e8m0_code(amax, finite, rule, emax_elem, mant_bits, rcp):
     * ceil: one more unless ``v`` is a power of two (``f != 0``);
     * even: one more when ``amax`` rounds up into the next binade at the element's
       precision (``mant_bits + 1`` bits, ties away: ``1.f >= 2 - 2**-(mant_bits + 1)``);
-    * rceil: ``k = ceil(log2 v)``, the smallest power of two ``>= v``.
+    * rceil: ``k = ceil(log2 v)``, the smallest power of two ``>= v``;
+    * trn: one more than floor, always.
 
     ``k`` below -127 is clamped to -127 (code 0), above 127 gives the NaN code; ``v``
     zero (a zero block, or an rceil quotient that underflowed) gives code 0. Written
@@ -92,7 +93,8 @@ def e8m0_code(amax, finite, rule, emax_elem, mant_bits, rcp):
     v = d if rule == RCEIL else amax
     e, f = _log2_fields(v)
     if_even = f >= _FRAC52 + 1 - (np.int64(1) << (51 - mant_bits))
-    up = (f != 0) if (rule == RCEIL or rule == CEIL) else (if_even if rule == EVEN else False)
+    up = (f != 0) if (rule == RCEIL or rule == CEIL) else (
+        if_even if rule == EVEN else rule == TRN)
     k = e + np.int64(up) - (0 if rule == RCEIL else emax_elem)
     code = min(max(k, -E8M0_BIAS), E8M0_BIAS + 1) + E8M0_BIAS  # 0xFF when k > 127
     code = code if v != 0 else 0

@@ -15,7 +15,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(
         sub, "info", help="table of formats, or all about one format",
         description="Without FORMAT: a table of every format lowprec knows (bits, range, "
-        "precision, infinities, NaN encoding). With one FORMAT: its layout, limits, storage "
+        "precision, infinities, NaN encoding), then the block formats (MX, NVFP4 and its "
+        "E2M1 variants: element, block, scale format). With one FORMAT: its layout, limits, storage "
         "and, for 6 bits or fewer, every code and value. Format names accept aliases "
         "(float16, bfloat16, e4m3, e5m2, ...).",
         examples=["lowprec info", "lowprec info fp8_e4m3", "lowprec info fp16 bf16 e5m2"])
@@ -52,7 +53,38 @@ def run(args: argparse.Namespace) -> int:
     if not args.formats:
         print("\nNaN encodings: ieee = all-ones exponent; max = only S.11..1 (OCP 'fn'); "
               "negzero = the -0 code (fnuz); none = no NaN.")
+        print("\nBlock formats (lowprec.mx, lowprec.nvfp4; scheme names of lowprec.schemes):\n")
+        _print_table(block_format_rows())
     return 0
+
+
+def block_format_rows() -> list[tuple[str, ...]]:
+    """The block-scaled formats, one row each: name, element, block, scale, tensor
+    scale, bits per value (long rows), where it is defined."""
+    from .. import mx
+    from ..schemes import BLOCK_VARIANT_KINDS
+
+    rows: list[tuple[str, ...]] = [("name", "element", "block", "block scale", "tensor scale",
+                                    "bits/value", "defined by")]
+    for m in mx.MX_FORMATS.values():
+        rows.append((m.name, "int8 (q/64)" if m.integer else m.element.name, "32", "e8m0",
+                     "-", f"{m.element.width + 8 / 32:g}", "OCP MX v1.0"))
+    rows.append(("nvfp4", "fp4_e2m1", "16", "ue4m3", "fp32", "4.5",
+                 "NVIDIA NVFP4 (Transformer Engine recipe)"))
+    source = {"ue4m3": "NVFP4 recipe", "ue5m3": "NVFP4 recipe, UE5M3 scale (PTX ISA 9.4)"}
+    for name, (block, scale_format, tensor_scale) in BLOCK_VARIANT_KINDS.items():
+        rows.append((name, "fp4_e2m1", str(block), scale_format,
+                     "fp32" if tensor_scale else "-", f"{4 + 8 / block:g}",
+                     source[scale_format] + ("" if tensor_scale else ", no tensor scale")))
+    return rows
+
+
+def _print_table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for k, r in enumerate(rows):
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
 
 
 _PACKED = {4: "2 per byte", 6: "4 per 3 bytes"}

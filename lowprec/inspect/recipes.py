@@ -25,7 +25,14 @@ from .. import mx, nvfp4, scaling
 from .._blocks import overflow_threshold
 from ..formats import FloatFormat
 from ..rounding import decode, round_to
-from ..schemes import NVFP4_RECIPE_KINDS, SCHEMES, Scheme, get_scheme, list_schemes
+from ..schemes import (
+    BLOCK_VARIANT_KINDS,
+    NVFP4_RECIPE_KINDS,
+    SCHEMES,
+    Scheme,
+    get_scheme,
+    list_schemes,
+)
 
 __all__ = ["RECIPES", "DEFAULT_RECIPES", "Outcome", "Recipe", "get_recipe", "list_recipes"]
 
@@ -206,9 +213,11 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
         return Outcome(None, None, scales.reshape(-1) * overflow_threshold(fmt),
                        m.bits_per_value, block_scales=scales, codes=m.codes.reshape(x.shape),
                        table=value_table(fmt), factor=scales, block_size=32)
+    # NVFP4 and its E2M1 block variants (block size, scale format, tensor scale or not)
+    block, scale_format, tensor_scale = BLOCK_VARIANT_KINDS.get(recipe.kind, (16, "ue4m3", True))
     x2 = flat.reshape(-1, flat.shape[-1])
     rows = x2.shape[0]
-    if amax is not None and np.isfinite(amax) and x2.size:
+    if tensor_scale and amax is not None and np.isfinite(amax) and x2.size:
         # The tensor scale of the full tensor: add one row holding its amax, so that
         # nvfp4.quantize computes S_enc from exactly that amax (passing global_scale
         # would go through 1/(1/S_enc), not always S_enc in float32), then drop the row.
@@ -216,15 +225,19 @@ def apply(recipe: Recipe, x: np.ndarray, *, loss_scale: float = 1.0,
         extra = np.zeros((1, x2.shape[1]), dtype=np.float32)
         extra[0, 0] = abs(amax)
         x2 = np.concatenate([x2.astype(np.float32, copy=False), extra])
-    n = nvfp4.quantize(x2, axis=-1, mode=mode, rng=rng)
+    n = nvfp4.quantize(x2, axis=-1, block_size=block, mode=mode, rng=rng,
+                       global_scale=None if tensor_scale else 1.0, scale_format=scale_format)
     scales = n.scales[:rows]
     codes = n.codes[:rows]
     n_blocks = scales.size
-    bits = 8.0 * (4 + n_blocks + n_blocks * 16 * 4 // 8) / x.size if x.size else float("nan")
+    head = 4 if tensor_scale else 0  # the FP32 tensor scale
+    bits = (8.0 * (head + n_blocks + n_blocks * block * 4 // 8) / x.size if x.size
+            else float("nan"))
     per_block = scales * np.float64(n.global_scale)  # as NVFP4Tensor.dequantize forms it
     return Outcome(None, None, per_block.reshape(-1) * overflow_threshold(fmt), bits,
-                   float(n.global_scale), block_scales=scales, codes=codes.reshape(x.shape),
-                   table=value_table(fmt), factor=per_block, block_size=16)
+                   float(n.global_scale) if tensor_scale else float("nan"), block_scales=scales,
+                   codes=codes.reshape(x.shape), table=value_table(fmt), factor=per_block,
+                   block_size=block)
 
 
 def _nvfp4_recipe(recipe: Recipe, x: np.ndarray, amax: float | None, rng: Any) -> Outcome:

@@ -124,9 +124,13 @@ class RecipeNVFP4Tensor(NVFP4Tensor):
 
     @classmethod
     def from_packed(cls, data: Any, shape: tuple[int, ...], axis: int = -1,
-                    block_size: int = 16, block_rows: int = 1) -> RecipeNVFP4Tensor:
+                    block_size: int = 16, block_rows: int = 1, *,
+                    scale_format: str = "ue4m3") -> RecipeNVFP4Tensor:
         """Rebuild a :class:`RecipeNVFP4Tensor` (last axis, blocks of 16) from :meth:`pack`."""
         shape = tuple(int(v) for v in shape)
+        if scale_format != "ue4m3":
+            raise ValueError("recipe NVFP4 tensors have UE4M3 (E4M3) block scales, got "
+                             f"scale_format={scale_format!r}")
         if not shape or _blocks.normalize_axis(axis, len(shape)) != len(shape) - 1 \
                 or block_size != 16 or block_rows not in (1, 16):
             raise ValueError("recipe NVFP4 tensors are blocked along the last axis in 1x16 or "

@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..formats import get_format
+from ..schemes import BLOCK_VARIANT_KINDS
 from .policy import Policy, Quant, get_policy
 
 __all__ = ["ROLES", "Linear", "MemoryRow", "MemoryTable", "ModelShape", "memory",
@@ -88,6 +89,9 @@ def tensor_bytes(shape: tuple[int, ...], q: Quant | None, axis: int = -1) -> int
         return _ceil_div(n * get_format(q.format).width, 8) + 4
     block, width, extra = ((32, get_format(_MX_ELEMENT[q.format]).width, 0) if q.scaling == "mx"
                            else (16, 4, 4))  # nvfp4: E2M1 elements, one FP32 tensor scale
+    if q.scaling in BLOCK_VARIANT_KINDS:  # E2M1 block variants: their block, FP32 scale or none
+        variant = BLOCK_VARIANT_KINDS[q.scaling]
+        block, width, extra = variant[0], 4, 4 if variant[2] else 0
     length = int(shape[axis]) if shape else 1
     n_blocks = _ceil_div(length, block) * (n // length if length else 0)
     return extra + n_blocks + _ceil_div(n_blocks * block * width, 8)

@@ -38,12 +38,21 @@ from typing import Any, TypedDict
 from .._names import did_you_mean
 from ..formats import get_format
 from ..rounding import check_mode
-from ..schemes import GEMM_DIRECTIONS, GEMM_OPERANDS, NVFP4_RECIPE_KINDS, parse_gemms
+from ..schemes import (
+    BLOCK_VARIANT_KINDS,
+    GEMM_DIRECTIONS,
+    GEMM_OPERANDS,
+    NVFP4_RECIPE_KINDS,
+    parse_gemms,
+)
 
 __all__ = ["POLICIES", "Policy", "Quant", "get_policy", "list_policies"]
 
 #: ``nvfp4_1x16`` ... : the NVFP4 recipe's quantizers (:data:`lowprec.schemes.NVFP4_RECIPE_KINDS`).
-SCALINGS = ("none", "current", "delayed", "mx", "nvfp4", *NVFP4_RECIPE_KINDS)
+#: ``nvfp4_b32`` ... : the E2M1 block variants (:data:`lowprec.schemes.BLOCK_VARIANT_KINDS`).
+SCALINGS = ("none", "current", "delayed", "mx", "nvfp4", *NVFP4_RECIPE_KINDS,
+            *BLOCK_VARIANT_KINDS)
+_NVFP4_LIKE = ("nvfp4", *NVFP4_RECIPE_KINDS, *BLOCK_VARIANT_KINDS)
 #: The roles of a policy, and the kind of captured tensor each one rounds in
 #: :func:`lowprec.torch.emulate` (``lowprec.inspect`` names tensors by kind).
 ROLE_OF_KIND = {"input": "activations", "input_b": "activations", "weight": "weights",
@@ -72,9 +81,13 @@ class Quant:
         an FP32 tensor scale; :mod:`lowprec.nvfp4`), or one of the NVFP4 recipe's
         quantizers (format ``"nvfp4"``; ``"nvfp4_1x16"``, ``"nvfp4_16x16"``,
         ``"nvfp4_rht"``, ``"nvfp4_1x16_4over6"``, ``"nvfp4_16x16_4over6"``:
-        :mod:`lowprec.recipes.nvfp4`, whose stochastic rounding uses 8 random bits).
+        :mod:`lowprec.recipes.nvfp4`, whose stochastic rounding uses 8 random bits),
+        or one of the E2M1 block variants (format ``"nvfp4"``; ``"nvfp4_b32"``,
+        ``"mxfp4_ue4m3"``, ``"mxfp4_ue5m3"``, ``"nvfp4_ue5m3"``:
+        :data:`lowprec.schemes.BLOCK_VARIANT_KINDS`).
     scale_rule:
-        The MX scale rule (``floor``, ``ceil``, ``rceil``, ``even``; :data:`lowprec.mx.SCALE_RULES`).
+        The MX scale rule (``floor``, ``ceil``, ``rceil``, ``even``, ``trn``;
+        :data:`lowprec.mx.SCALE_RULES`).
 
     Every :mod:`lowprec.schemes` name is a Quant: :meth:`from_scheme`.
     """
@@ -106,7 +119,7 @@ class Quant:
         base = self.format
         if self.scaling in ("current", "delayed"):
             base += "_" + self.scaling
-        elif self.scaling in NVFP4_RECIPE_KINDS:
+        elif self.scaling in NVFP4_RECIPE_KINDS or self.scaling in BLOCK_VARIANT_KINDS:
             base = self.scaling
         elif self.scaling == "mx" and self.scale_rule != "floor":
             base += "_" + self.scale_rule
@@ -124,7 +137,7 @@ class Quant:
             if self.scale_rule not in SCALE_RULES:
                 raise ValueError(f"scale_rule must be one of {tuple(SCALE_RULES)}, "
                                  f"got {self.scale_rule!r}")
-        elif self.scaling == "nvfp4" or self.scaling in NVFP4_RECIPE_KINDS:
+        elif self.scaling in _NVFP4_LIKE:
             if self.format != "nvfp4":
                 raise ValueError(f"scaling={self.scaling!r} needs format 'nvfp4', "
                                  f"got {self.format!r}")
@@ -139,7 +152,7 @@ class Quant:
 
     def __str__(self) -> str:
         s = self.format
-        if self.scaling in NVFP4_RECIPE_KINDS:
+        if self.scaling in NVFP4_RECIPE_KINDS or self.scaling in BLOCK_VARIANT_KINDS:
             s = self.scaling
         elif self.scaling in ("delayed", "current"):
             s += f" ({self.scaling} scaling)"

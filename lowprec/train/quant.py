@@ -21,7 +21,7 @@ import numpy as np
 from .. import mx, nvfp4, scaling
 from ..formats import get_format
 from ..rounding import round_to
-from ..schemes import NVFP4_RECIPE_KINDS
+from ..schemes import BLOCK_VARIANT_KINDS, NVFP4_RECIPE_KINDS
 from .policy import Quant
 
 __all__ = ["Rounder", "SiteStats", "make_rounder"]
@@ -80,6 +80,16 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1, *,
             return np.asarray(t.dequantize(), dtype=x.dtype)
 
         return nvfp4_round
+    if q.scaling in BLOCK_VARIANT_KINDS:
+        block, scale_format, tensor_scale = BLOCK_VARIANT_KINDS[q.scaling]
+
+        def variant_round(x: np.ndarray) -> np.ndarray:
+            t = nvfp4.quantize(x, axis=axis, block_size=block, mode=q.mode, rng=srng,
+                               global_scale=None if tensor_scale else 1.0,
+                               scale_format=scale_format)
+            return np.asarray(t.dequantize(), dtype=x.dtype)
+
+        return variant_round
 
     def mx_round(x: np.ndarray) -> np.ndarray:
         t = mx.quantize(x, q.format, axis=axis, block_size=32, scale_rule=q.scale_rule,
