@@ -297,7 +297,8 @@ def round_reference(x: np.ndarray, fmt, mode: str, saturate: bool = False,
 
     zero = a == 0
     if fmt.has_subnormals:
-        out[zero] = 0.0 if fmt.nan == "negzero" else x[zero]
+        # fnuz and unsigned formats have no -0: a zero of either sign is +0
+        out[zero] = 0.0 if fmt.nan == "negzero" or not fmt.signed else x[zero]
     else:
         flags[zero] = INVALID  # no zero: NaN
     inf = np.isinf(x)

@@ -29,6 +29,7 @@ LAYERS: dict[str, int] = {
     "rounding": 2, "packing": 2, "explain": 2, "_blocks": 2, "nan_rules": 2,
     # arithmetic and accumulation models
     "arith": 3, "matmul": 3, "tensorcores": 3, "instructions": 3, "blockmma": 3, "library_gemms": 3,
+    "amd": 3,
     "gpu": 3,
     # scaled and block formats; the validation of hardware against the models
     "scaling": 4, "mx": 4, "nvfp4": 4, "schemes": 4, "quant_error": 4, "validate": 4,
