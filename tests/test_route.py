@@ -348,3 +348,11 @@ def test_cold_block_quantizers_are_served_by_their_reference(tmp_path: Path) -> 
         assert np.array_equal(cold[f"nvfp4-{mode}-values"], q.dequantize(np.float32)), mode
     # ...and here (LOWPREC_COLD=compile) the block kernels did the work
     assert blocks._mx_chunk.overloads and blocks._nvfp4_chunk.overloads
+
+
+def test_no_module_over_500_lines():
+    """Issue #39: every file under lowprec/ stays readable (at most 500 lines)."""
+    sizes = {str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+             for p in (ROOT / "lowprec").rglob("*.py")}
+    assert len(sizes) > 50, "the package's sources were not found"
+    assert {p: n for p, n in sizes.items() if n > 500} == {}
