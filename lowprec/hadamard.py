@@ -41,9 +41,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from ._blocks import as_working_array, normalize_axis
+from ._kernels.recipe import fwht_columns, fwht_groups
 
 __all__ = ["SIGN_VECTOR", "hadamard_matrix", "rht", "rht_matrix"]
 
@@ -80,68 +80,6 @@ def rht_matrix(signs: Any = None) -> np.ndarray:
     return s[:, None] * hadamard_matrix(n) / np.sqrt(n)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _to_bf16(v):  # pragma: no cover - compiled
-    """float32 ``v`` rounded to bfloat16 (RNE; NaN stays NaN), as a float32."""
-    b = np.float32(v).view(np.uint32)
-    if (b & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000):
-        return np.float32(v)
-    r = np.uint32((b + np.uint32(0x7FFF) + ((b >> np.uint32(16)) & np.uint32(1)))
-                  & np.uint32(0xFFFF0000))
-    return r.view(np.float32)
-
-
-@njit(cache=True, nogil=True)
-def _fwht_groups(x, signs, scale, bf16, out):  # pragma: no cover - compiled
-    """out[g*n:(g+1)*n] = float32((signs * x_group) @ H * scale), butterfly in float64,
-    then to bfloat16 if ``bf16``."""
-    n = signs.shape[0]
-    buf = np.empty(n, np.float64)
-    for g in range(x.shape[0] // n):
-        base = g * n
-        for i in range(n):
-            buf[i] = np.float64(x[base + i]) * signs[i]
-        h = 1
-        while h < n:
-            for i in range(0, n, 2 * h):
-                for j in range(i, i + h):
-                    a = buf[j]
-                    b = buf[j + h]
-                    buf[j] = a + b
-                    buf[j + h] = a - b
-            h *= 2
-        for i in range(n):
-            v = np.float32(buf[i] * scale)
-            out[base + i] = _to_bf16(v) if bf16 else v
-
-
-@njit(cache=True, nogil=True)
-def _fwht_columns(x, signs, scale, bf16, out):  # pragma: no cover - compiled
-    """out[j, g*n + i] = transform of x[g*n:(g+1)*n, j]: the transform along axis 0 of a
-    2-D ``x``, written transposed (rows of 16 at a time, the butterfly across columns)."""
-    n = signs.shape[0]
-    cols = x.shape[1]
-    buf = np.empty((n, cols), np.float64)
-    for g in range(x.shape[0] // n):
-        for i in range(n):
-            for j in range(cols):
-                buf[i, j] = np.float64(x[g * n + i, j]) * signs[i]
-        h = 1
-        while h < n:
-            for i in range(0, n, 2 * h):
-                for r in range(i, i + h):
-                    for j in range(cols):
-                        a = buf[r, j]
-                        b = buf[r + h, j]
-                        buf[r, j] = a + b
-                        buf[r + h, j] = a - b
-            h *= 2
-        for j in range(cols):
-            for i in range(n):
-                v = np.float32(buf[i, j] * scale)
-                out[j, g * n + i] = _to_bf16(v) if bf16 else v
-
-
 def rht(x: Any, signs: Any = None, axis: int = -1, precision: str = "bfloat16") -> np.ndarray:
     """The random Hadamard transform of ``x`` along ``axis``, in groups of ``len(signs)``
     (16: the recipe's) consecutive values.
@@ -163,11 +101,11 @@ def rht(x: Any, signs: Any = None, axis: int = -1, precision: str = "bfloat16") 
                          f"the Hadamard size {n}")
     if arr.ndim == 2 and axis == 0:  # the wgrad operands: transformed and transposed at once
         out_t = np.empty(arr.shape[::-1], np.float32)
-        _fwht_columns(np.ascontiguousarray(arr), s, 1.0 / np.sqrt(n), precision == "bfloat16",
+        fwht_columns(np.ascontiguousarray(arr), s, 1.0 / np.sqrt(n), precision == "bfloat16",
                       out_t)
         return out_t.T
     moved = np.ascontiguousarray(np.moveaxis(arr, axis, -1))
     out = np.empty(moved.shape, np.float32)
-    _fwht_groups(moved.reshape(-1), s, 1.0 / np.sqrt(n), precision == "bfloat16",
+    fwht_groups(moved.reshape(-1), s, 1.0 / np.sqrt(n), precision == "bfloat16",
                  out.reshape(-1))
     return np.moveaxis(out, -1, axis)

@@ -356,3 +356,145 @@ def test_no_module_over_500_lines():
              for p in (ROOT / "lowprec").rglob("*.py")}
     assert len(sizes) > 50, "the package's sources were not found"
     assert {p: n for p, n in sizes.items() if n > 500} == {}
+
+
+# ------------------------------------------- the recipe's and the trainer's kernels
+def _specials(rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
+    """float32 values over many binades with zeros of both signs, NaN, inf and the
+    largest and smallest magnitudes sprinkled in."""
+    x = (rng.standard_normal(shape) * 2.0 ** rng.integers(-30, 30, shape)).astype(np.float32)
+    flat = x.reshape(-1)
+    picks = rng.choice(flat.size, 40, replace=False)
+    flat[picks] = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 3.4e38, -3.4e38, 1e-45,
+                            -1e-45, 1.17e-38] * 4, np.float32)
+    return x
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+def test_the_hadamard_butterfly_twin_is_the_kernel(bf16: bool) -> None:
+    from lowprec._kernels import recipe
+
+    rng = np.random.default_rng(5)
+    for n in (4, 16, 64):
+        signs = rng.choice([-1.0, 1.0], n)
+        x = _specials(rng, (3 * n, 2 * n))
+        got, want = np.empty(x.size, np.float32), np.empty(x.size, np.float32)
+        recipe._fwht_groups(x.reshape(-1), signs, 1.0 / np.sqrt(n), bf16, want)
+        got[:] = recipe._fwht_reference(x.reshape(-1, n), signs, 1.0 / np.sqrt(n), bf16).ravel()
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), n
+        out_t = np.empty(x.shape[::-1], np.float32)
+        recipe._fwht_columns(x, signs, 1.0 / np.sqrt(n), bf16, out_t)
+        ref_t = np.empty_like(out_t)
+        ref_t[:] = recipe._fwht_reference(np.ascontiguousarray(x.T).reshape(-1, n), signs,
+                                          1.0 / np.sqrt(n), bf16).reshape(out_t.shape)
+        assert np.array_equal(ref_t.view(np.uint32), out_t.view(np.uint32)), n
+
+
+@pytest.mark.parametrize("tr", [1, 16])
+def test_the_nvfp4_tile_twins_are_the_kernels(tr: int) -> None:
+    from lowprec._kernels import blocks, recipe
+
+    rng = np.random.default_rng(11)
+    x = _specials(rng, (64, 96))
+    x[16:32, 32:48] = 0.0  # an all-zero tile
+    x[48:64, :16] = 1.0  # a finite tile for the ties below
+    amax = np.empty((64 // tr, 6), np.float32)
+    bad = np.empty(amax.shape, np.bool_)
+    recipe.tile_amax(x, tr, amax, bad)  # (warm: the kernel)
+    row_amax, row_bad = np.empty(64 * 6, np.float32), np.empty(64 * 6, np.bool_)
+    blocks.nvfp4_block_amax(x.reshape(-1), 96, 16, row_amax, row_bad)
+    mag = x.reshape(-1, 16).view(np.uint32) & np.uint32(0x7FFFFFFF)
+    assert np.array_equal(row_bad, (mag >= 0x7F800000).any(axis=1))
+    finite = np.where(np.isfinite(x.reshape(-1, 16)), np.abs(x.reshape(-1, 16)), 0).max(axis=1)
+    assert np.array_equal(row_amax, finite)
+    assert bad.sum() > 0 and (~bad).sum() > 0
+    # scales over a wide range, saturating products, every byte of random bits
+    enc = (2.0 ** rng.integers(-20, 40, amax.shape)).astype(np.float32)
+    rbits = rng.integers(0, 256, x.size, dtype=np.uint8)
+    ties = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, -0.25, -0.75, -1.25, -1.75,
+                     -2.5, -3.5, -5.0, 7.0, -0.0], np.float32)  # every tie of E2M1, both signs
+    x[48, :16] = ties / enc[48 // tr, 0]  # enc is a power of two: exact
+    for stochastic in (False, True):
+        want = np.empty(x.shape, np.uint8)
+        recipe._tile_codes(x, tr, enc, bad, rbits, stochastic, want)
+        got = recipe._tile_codes_reference(x, tr, enc, bad, rbits, stochastic)
+        assert np.array_equal(got, want), stochastic
+        assert len(np.unique(want)) == 16  # every E2M1 code of both signs occurs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_in_order_gemm_twin_is_the_kernel(dtype: Any) -> None:
+    from lowprec._kernels import gemm
+
+    rng = np.random.default_rng(3)
+    a = _specials(rng, (9, 37)).astype(dtype)
+    b = _specials(rng, (37, 13)).astype(dtype)
+    a[0, :] = [1e8, 1.0, -1e8] * 12 + [0.5]  # cancellation in k order
+    want = np.zeros((9, 13), dtype)
+    gemm._kernel(a, b, want)
+    got = np.zeros((9, 13), dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for k in range(a.shape[1]):
+            got += a[:, k, None] * b[k]
+    assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
+
+
+_RECIPE = """
+import sys, numpy as np
+from lowprec import hadamard
+from lowprec._kernels import blocks, gemm, recipe
+from lowprec._kernels.gemm import matmul_in_order
+from lowprec.recipes import nvfp4
+x = np.load(sys.argv[1])
+rb = np.arange(x.size, dtype=np.uint64).astype(np.uint8) * np.uint8(37)
+out = {"rht": hadamard.rht(x), "rht0": hadamard.rht(x, axis=0),
+       "rht32": hadamard.rht(x, precision="float32"),
+       "mm": matmul_in_order(x[:, :40], x[:, :40].T.copy()),
+       "mm64": matmul_in_order(x[:, :40].astype(np.float64), x[:, :40].T.astype(np.float64))}
+for bs in ((1, 16), (16, 16)):
+    for rnd in ("rne", "stochastic"):
+        q = nvfp4.quantize(x, bs, rnd, rbits=rb if rnd == "stochastic" else None)
+        out[f"{bs}-{rnd}"] = np.concatenate([q.codes.ravel(), q.scales.ravel()])
+kernels = [recipe._fwht_groups, recipe._fwht_columns, recipe._tile_codes, gemm._kernel,
+           blocks.nvfp4_block_amax, blocks._nvfp4_chunk]
+np.savez(sys.argv[2], **out)
+print(",".join(k.__name__ for k in kernels if k.overloads) or "none")
+"""
+
+
+def test_cold_recipe_kernels_are_served_by_their_reference(tmp_path: Path) -> None:
+    """With nothing compiled (LOWPREC_COLD=numpy), the Hadamard transform, the recipe's
+    NVFP4 quantizer and the trainer's GEMM answer from their numpy twins, bit for bit
+    what the compiled kernels give here."""
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal((48, 64)) * 2.0 ** rng.integers(-12, 12, (48, 64))).astype(
+        np.float32)
+    x[5, 7], x[6, 40] = np.inf, np.nan
+    x[16:32, :16] = 0.0
+    np.save(tmp_path / "x.npy", x)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
+               LOWPREC_COLD="numpy")
+    done = subprocess.run([sys.executable, "-c", _RECIPE, str(tmp_path / "x.npy"),
+                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
+    assert done.stdout.split() == ["none"]
+    from lowprec import hadamard
+    from lowprec._kernels.gemm import matmul_in_order
+    from lowprec.recipes import nvfp4 as recipe_nvfp4
+
+    cold = np.load(tmp_path / "cold.npz")
+    rb = np.arange(x.size, dtype=np.uint64).astype(np.uint8) * np.uint8(37)
+    warm = {"rht": hadamard.rht(x), "rht0": hadamard.rht(x, axis=0),
+            "rht32": hadamard.rht(x, precision="float32"),
+            "mm": matmul_in_order(x[:, :40], x[:, :40].T.copy()),
+            "mm64": matmul_in_order(x[:, :40].astype(np.float64),
+                                    x[:, :40].T.astype(np.float64))}
+    for bs in ((1, 16), (16, 16)):
+        for rnd in ("rne", "stochastic"):
+            q = recipe_nvfp4.quantize(x, bs, rnd, rbits=rb if rnd == "stochastic" else None)
+            warm[f"{bs}-{rnd}"] = np.concatenate([q.codes.ravel(), q.scales.ravel()])
+    assert sorted(cold.files) == sorted(warm)
+    for k, v in warm.items():
+        v = np.ascontiguousarray(v)
+        assert cold[k].dtype == v.dtype and np.array_equal(
+            np.ascontiguousarray(cold[k]).view(np.uint8), v.view(np.uint8)), k

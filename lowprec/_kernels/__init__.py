@@ -8,7 +8,8 @@ Three roles (``docs/kernels.md``):
 * the fast twins, each held bit-equal to the reference by the tests:
   ``bits32_direct`` (with ``direct_params``, ``direct_round``), ``pow2``,
   ``bits32``, ``odd64``, ``fast``, the arithmetic (``arith``, ``arith32``,
-  ``arith_fast``), block and matmul kernels;
+  ``arith_fast``), block and matmul kernels, the NVFP4 recipe's (``recipe``)
+  and the trainer's in-order GEMM (``gemm``), each with its numpy twin;
 * the router, ``route``: which kernel serves a conversion, and whether it is
   compiled yet (``convert`` holds the conversion entry points it routes).
 

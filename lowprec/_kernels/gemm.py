@@ -3,7 +3,8 @@
 ``numpy.matmul`` calls the BLAS, whose float32 kernels add in an order that
 depends on the processor (vector width, blocking, fused multiply-adds):
 the same program trains to a different loss on an AVX2 and an AVX-512
-machine. The trainer's matmuls take this loop instead:
+machine. The trainer's matmuls take this loop instead (numpy, one k at a
+time, while it compiles: the same operations):
 
     out[i, j] = (...((a[i,0]*b[0,j] + a[i,1]*b[1,j]) + a[i,2]*b[2,j]) ...)
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+from . import route
 
 __all__ = ["matmul_in_order"]
 
@@ -66,5 +69,12 @@ def matmul_in_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                         f"most 64 bits); got {a.dtype} and {b.dtype}")
     out = np.zeros((a.shape[0], b.shape[1]), dtype)
     # Contiguous operands of one dtype: one compiled kernel per dtype.
-    _kernel(np.ascontiguousarray(a, dtype), np.ascontiguousarray(b, dtype), out)
+    args = (np.ascontiguousarray(a, dtype), np.ascontiguousarray(b, dtype), out)
+    if route.ready(_kernel, args):
+        _kernel(*args)
+    else:  # while it compiles: the same products and sums, one k at a time in numpy
+        a_, b_, _ = args
+        with np.errstate(over="ignore", invalid="ignore"):  # IEEE results, as the kernel's
+            for k in range(a_.shape[1]):
+                out += a_[:, k, None] * b_[k]
     return out

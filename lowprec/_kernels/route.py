@@ -312,7 +312,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
     ``module.attribute`` or ``module.TABLE[key]`` (``.addition``/``.integer``)."""
     from numba.core.registry import CPUDispatcher
 
-    from . import blocks, convert, engine, fast
+    from . import blocks, convert, engine, fast, gemm, recipe
 
     names: dict[int, str] = {}
     kernels: dict[str, Any] = {}
@@ -322,7 +322,8 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
             names[id(d)] = name
             kernels[name] = d
 
-    for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks):
+    for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks, recipe,
+                   gemm):
         short = module.__name__.rsplit(".", 1)[1]
         for attr, value in vars(module).items():
             add(value, f"{short}.{attr}")

@@ -52,11 +52,20 @@ from typing import Any
 import numpy as np
 
 from .. import _blocks
+from .._kernels import convert
+from .._kernels import recipe as _k
+from .._kernels.params import MODE_INT
 from .._runtime import _get_rng
 from ..hadamard import rht, rht_matrix
-from ..nvfp4 import BLOCK_SCALE, ELEMENT, NVFP4Tensor, _block_scale_codes, global_encode_scale
+from ..nvfp4 import (
+    BLOCK_SCALE,
+    ELEMENT,
+    NVFP4Tensor,
+    _block_scale_codes,
+    _scale_table,
+    global_encode_scale,
+)
 from ..rounding import decode, encode
-from . import _nvfp4_kernels as _k
 
 __all__ = ["KEEP_BF16", "ROLES", "RecipeNVFP4Tensor", "four_over_six_candidates",
            "fake_quantize", "quantize", "quantize_along", "quantize_operand", "random_bytes",
@@ -300,7 +309,9 @@ def quantize(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *, rbits
             bits = np.empty(0, np.uint8)
         codes = None
         if not stochastic and xp.size:  # lowprec.nvfp4's compiled element pass, per row
-            codes = _k.rne_codes(xp, tr, scale_codes, bad, _F32(1) / s_enc)
+            element = convert.kernel_for(ELEMENT, MODE_INT["rne"], True, False, True)
+            codes = _k.rne_codes(xp, tr, scale_codes, bad, _F32(1) / s_enc, *element,
+                                 _scale_table())
         if codes is None:
             codes = np.empty((rp, cp), np.uint8)
             _k.tile_codes(xp, tr, enc, bad, bits, stochastic, codes)
