@@ -89,6 +89,9 @@ class GemmIdentification:
     unconfirmed:
         Candidates that explained every sampled output but were left out of the later
         stages by ``max_survivors``.
+    notes:
+        What the data itself suggests when nothing explains it (a D whose every value
+        is a bf16 or fp16 value while ``output="fp32"`` was given).
     separating:
         None without ties; else ``{"a", "b", "c", "outputs": {label: D}, "differ":
         [(label, label, row, col)], "unseparated": [(label, label)]}``: a small GEMM
@@ -108,6 +111,7 @@ class GemmIdentification:
     output: str = ""
     library_names: dict[str, str] = field(default_factory=dict)
     unconfirmed: int = 0
+    notes: list[str] = field(default_factory=list)
 
     def name(self, cand: GemmCandidate) -> str:
         """A candidate's label with its model's aliases and library names."""
@@ -155,6 +159,7 @@ class GemmIdentification:
                              f"{y} gives {float(s['outputs'][y][i, j])!r}")
             for x, y in s["unseparated"][:3]:
                 lines.append(f"    no input found that separates {x} from {y}")
+        lines.extend(f"  note: {note}" for note in self.notes)
         return "\n".join(lines)
 
     def save_separating(self, path: str | Path, *, force: bool = False) -> Path:
@@ -354,6 +359,15 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
         separating = _separate([best, *ties[:7]], k_len, has_c, fin, fout, mobj, seed, trials,
                                pad=min(16, m, n))
     libs = _library_names(k_len, has_c, groups)
+    notes = []
+    if best.frac < 1.0 and fout.name == "fp32":
+        for narrow in ("bf16", "fp16"):
+            finite = dv[np.isfinite(dv)]
+            with np.errstate(over="ignore"):
+                if finite.size and np.array_equal(round_to(finite, narrow), finite):
+                    notes.append(f"every finite D value is a {narrow} value: if the library "
+                                 f"wrote {narrow}, pass output={narrow!r}")
+                    break
     return GemmIdentification(
         best=best.cand, explained=best.frac, n=best.n,
         candidates=[(e.cand, e.frac, e.n) for e in ranked],
@@ -362,7 +376,7 @@ def identify_gemm(a: Any, b: Any, c: Any, d: Any, *, inputs: FloatFormat | str,
         ties=[e.cand for e in ties], separating=separating, shape=(m, k_len, n),
         inputs=fin.name, output=fout.name,
         library_names={e.cand.label(): libs[e.canon] for e in order if e.canon in libs},
-        unconfirmed=unconfirmed)
+        unconfirmed=unconfirmed, notes=notes)
 
 
 def run_candidate(a: Any, b: Any, c: Any, candidate: GemmCandidate, *,

@@ -291,3 +291,18 @@ def test_cli(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "A must be (M, K)" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_narrow_output_given_as_fp32_is_named_in_a_note() -> None:
+    """A bf16 D read with output="fp32" explains almost nothing; the result says why."""
+    rng = np.random.default_rng(4)
+    a = lp.round_to(rng.standard_normal((8, 64)), "bf16")
+    b = lp.round_to(rng.standard_normal((64, 8)), "bf16")
+    d = lp.matmul(a, b, inputs="bf16", output="bf16", model="h100")
+    wrong = identify_gemm(a, b, None, d, inputs="bf16", separate=False)
+    assert wrong.explained < 0.5
+    assert wrong.notes == ["every finite D value is a bf16 value: if the library wrote bf16, "
+                           "pass output='bf16'"]
+    assert "note: every finite D value is a bf16 value" in str(wrong)
+    right = identify_gemm(a, b, None, d, inputs="bf16", output="bf16", separate=False)
+    assert right.explained == 1.0 and right.notes == []
