@@ -55,7 +55,7 @@ from ._kernels.tc_fast import tc_grid
 from ._names import did_you_mean
 from ._runtime import _threads
 from .amd import MFMA, MFMA_MODELS, get_mfma, mfma_dot
-from .blockmma import block_scaled_matmul, is_block_scaled
+from .blockmma import BLOCK_MMA_MODELS, block_scaled_matmul, is_block_scaled
 from .formats import FloatFormat, custom_format, get_format
 from .instructions import INSTRUCTIONS, get_instruction
 from .library_gemms import LIBRARY_GEMMS, LibraryGemm
@@ -184,9 +184,18 @@ def get_model(model: ModelLike) -> AccumulationModel:
         amd = get_mfma(key)  # "mi300:mfma" (lowprec.amd)
         if amd is not None:
             return amd
-        inst = get_instruction(key)  # "h100:wgmma": raises on an unknown pair
+        try:
+            inst = get_instruction(key)  # "h100:wgmma": raises on an unknown pair
+        except ValueError:
+            if key not in BLOCK_MMA_MODELS:
+                raise
+            inst = None
         if inst is not None:
             return inst
+        if key in BLOCK_MMA_MODELS:
+            raise ValueError(f"model {model!r} ({BLOCK_MMA_MODELS[key]}) takes block-scaled "
+                             "operands only: pass lp.mx.quantize / lp.nvfp4.quantize tensors "
+                             "as a and b")
     names = [*_MODELS, *[c for c in chip_names() if c not in _MODELS]]
     hint = did_you_mean(model, names) if isinstance(model, str) else ""
     raise ValueError(f"unknown accumulation model {model!r}{hint}; known: {', '.join(names)} "

@@ -284,3 +284,11 @@ def test_block_mma_specials_and_errors():
     with pytest.raises(ValueError, match="MXINT8"):
         lp.matmul(lp.mx.quantize(np.ones((2, 32)), "mxint8", axis=1),
                   lp.mx.quantize(np.ones((32, 3)), "mxint8", axis=0), model="b200")
+
+
+def test_block_scaled_only_models_say_so_on_plain_arrays() -> None:
+    a, b = np.ones((2, 32), np.float32), np.ones((32, 2), np.float32)
+    for name in ("rtx5090", "rtx5090:mma.block_scale", "b200:tcgen05.mma.block_scale"):
+        with pytest.raises(ValueError, match="takes block-scaled operands only"):
+            lp.matmul(a, b, model=name)
+    assert lp.matmul(a, b, model="b200:tcgen05")[0, 0] == 32.0  # also a plain model
