@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import arith, arith32, arith_fast, bits32, bits32_direct, convert, params, sr
+from ._kernels import arith, arith32, arith_fast, bits32, bits32_direct, convert, params, route, sr
 from ._runtime import (
     _CHUNK,
     _as_float_array,
@@ -105,10 +105,12 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
     values, _ = _as_float_array(arr, f"operand {name}")
     kind = "f32" if values.dtype == np.float32 else "other"
     if kind == "f32" and bits32.supports(fmt):
-        return _float32_operand_codes(values, fmt, name), kind
+        got = _float32_operand_codes(values, fmt, name)
+        if got is not None:
+            return got, kind
     flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
     out = np.empty(flat.shape, dtype=np.int64)
-    bad = arith.to_code_kernel(params.format_params(fmt), flat.view(np.int64), out)
+    bad = arith.to_codes(params.format_params(fmt), flat.view(np.int64), out)
     if bad >= 0:
         value = float(flat[bad])
         if value != value and fmt.nan == "none":
@@ -123,17 +125,22 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
     return out.reshape(values.shape), kind
 
 
-def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str) -> np.ndarray:
+def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat,
+                           name: str) -> np.ndarray | None:
     """Codes of a float32 operand through the bits32 kernel (vectorised), with
     the checks of ``arith.to_code_kernel``: a value is one when its code decodes
     back to it (-0.0 is 0 in formats without negative zero), a NaN when
     the format has NaNs (float32 NaNs were quieted by the float64 conversion
     this replaces, so signalling ones are taken too), an infinity only in
-    formats with them."""
+    formats with them. None while that kernel is not compiled yet (the router
+    has it compiled in the background; the float64 check answers meanwhile)."""
     flat = np.ascontiguousarray(values).reshape(-1)
     codes = np.empty(flat.shape, fmt.code_dtype)
     kernel, q = convert.kernel_for(fmt, params.RTZ, False, False, True)
-    no_nan_code = kernel(q, flat, np.empty(0, np.uint64), codes)
+    args = (q, flat, np.empty(0, np.uint64), codes)
+    if not route.ready(kernel, args):
+        return None  # compiling in the background: the float64 check meanwhile
+    no_nan_code = kernel(*args)
     back = decode(codes, fmt)
     with np.errstate(invalid="ignore"):
         ok = back == flat
@@ -251,6 +258,9 @@ def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool
     neg_b = 0x80000000 if op == arith.SUB else 0
     a, b = flat
 
+    if not route.ready(kernel, (q, qc, dq, neg_b, a, b, out)):
+        return None  # compiling in the background: the other routes meanwhile
+
     def run(start: int, stop: int) -> int:
         return kernel(q, qc, dq, neg_b, a if a.shape[0] == 1 else a[start:stop],
                       b if b.shape[0] == 1 else b[start:stop], out[start:stop])
@@ -310,7 +320,7 @@ def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarr
                 np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in xs]
         r = np.empty(shape, dtype=np.float64)
         if op == arith.FMA:
-            arith_fast.fma_odd_kernel(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
+            arith_fast.fma_odd(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
         else:
             arith_fast.div_sqrt_odd_kernel(op == arith.SQRT, flat[0], flat[-1], r.reshape(-1))
         return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals))

@@ -498,3 +498,122 @@ def test_cold_recipe_kernels_are_served_by_their_reference(tmp_path: Path) -> No
         v = np.ascontiguousarray(v)
         assert cold[k].dtype == v.dtype and np.array_equal(
             np.ascontiguousarray(cold[k]).view(np.uint8), v.view(np.uint8)), k
+
+
+_ARITH = """
+import sys, numpy as np, lowprec as lp
+from lowprec._kernels import arith32, route
+x = np.load(sys.argv[1])
+out = {}
+for fmt in ("fp16", "fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp4_e2m1"):
+    a = lp.round_to(x[0], fmt, saturate=True)
+    b = lp.round_to(x[1], fmt, saturate=True)
+    for op in ("add", "sub", "mul"):
+        for mode in ("rne", "rtz", "rdown", "rup"):
+            for dt in (np.float32, np.float64):
+                out[f"{fmt}-{op}-{mode}-{dt.__name__}"] = getattr(lp, op)(
+                    a.astype(dt), b.astype(dt), fmt, mode)
+a, b = lp.round_to(x[0], "bf16"), lp.round_to(x[1], "bf16")
+out["bf16-mul"] = lp.mul(a, b, "bf16")
+out["bf16-add"] = lp.add(a, b, "bf16")
+out["bf16-sub-rdown"] = lp.sub(a, a, "bf16", "rdown")
+c = lp.round_to(x[1], "fp16", saturate=True)
+out["fp16-fma"] = lp.fma(c, c, -c, "fp16", "rup")
+out["scalar"] = np.float64(lp.add(0.5, 0.25, "fp8_e4m3"))
+out["nan"] = lp.add(np.float32([np.nan, 1.0]), np.float64([1.0, np.nan]), "fp16")
+try:
+    lp.add(np.float32([0.1]), np.float32([1.0]), "fp16")
+except ValueError as e:
+    out["error"] = np.array(str(e))
+compiled = [n for n, k in route._names()[1].items() if k.overloads]
+compiled += [repr(key) for key, k in arith32._KERNELS.items() if k.overloads]
+np.savez(sys.argv[2], **out)
+print(",".join(map(str, compiled)) or "none")
+"""
+
+
+def test_cold_arithmetic_is_served_without_compiling(tmp_path: Path) -> None:
+    """add/sub/mul/fma where float64 holds the exact result or its rounding to odd:
+    with nothing compiled (LOWPREC_COLD=numpy) the operands are checked by the numpy
+    engine, the bf16 sums and fma rounded to odd by numpy's TwoSum and the result
+    rounded by the numpy engine, bit for bit what the compiled routes give here."""
+    import lowprec as lp
+
+    rng = np.random.default_rng(12)
+    x = (rng.standard_normal((2, 4000)) * 2.0 ** rng.integers(-20, 8, (2, 4000)))
+    x[:, :8] = [[0.0, -0.0, np.inf, -np.inf, 3.0, 1.0, -1.0, 0.0],
+                [-0.0, -0.0, 1.0, np.inf, 1.0, -1.0, 1.0, 0.0]]
+    np.save(tmp_path / "x.npy", x)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
+               LOWPREC_COLD="numpy")
+    done = subprocess.run([sys.executable, "-c", _ARITH, str(tmp_path / "x.npy"),
+                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
+    assert done.stdout.split() == ["none"]
+    cold = np.load(tmp_path / "cold.npz")
+    n = 0
+    for fmt in ("fp16", "fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp4_e2m1"):
+        a = lp.round_to(x[0], fmt, saturate=True)
+        b = lp.round_to(x[1], fmt, saturate=True)
+        for op in ("add", "sub", "mul"):
+            for mode in ("rne", "rtz", "rdown", "rup"):
+                for dt in (np.float32, np.float64):
+                    want = getattr(lp, op)(a.astype(dt), b.astype(dt), fmt, mode)
+                    got = cold[f"{fmt}-{op}-{mode}-{dt.__name__}"]
+                    assert got.dtype == want.dtype
+                    assert np.array_equal(got.view(np.uint8), want.view(np.uint8)), (fmt, op)
+                    n += 1
+    a, b = lp.round_to(x[0], "bf16"), lp.round_to(x[1], "bf16")
+    assert np.array_equal(cold["bf16-mul"], lp.mul(a, b, "bf16"), equal_nan=True)
+    assert np.array_equal(cold["bf16-add"], lp.add(a, b, "bf16"), equal_nan=True)
+    sub = lp.sub(a, a, "bf16", "rdown")
+    assert np.array_equal(cold["bf16-sub-rdown"].view(np.uint32), sub.view(np.uint32))
+    assert np.signbit(sub[np.isfinite(a)]).all()  # x - x is -0 rounding down
+    c = lp.round_to(x[1], "fp16", saturate=True)
+    fma = lp.fma(c, c, -c, "fp16", "rup")
+    assert np.array_equal(cold["fp16-fma"].view(np.uint8), fma.view(np.uint8))
+    assert float(cold["scalar"]) == 0.75
+    nan = lp.add(np.float32([np.nan, 1.0]), np.float64([1.0, np.nan]), "fp16")
+    assert cold["nan"].dtype == nan.dtype and np.isnan(cold["nan"]).all() and np.isnan(nan).all()
+    assert "is not a value of fp16" in str(cold["error"])
+    assert n == 120
+
+
+def test_arithmetic_kernels_made_on_demand_have_names_the_compiler_process_finds() -> None:
+    from lowprec import get_format
+    from lowprec._kernels import arith, arith32, params
+
+    for op in (arith.ADD, arith.MUL):
+        k = arith32.kernel_for(op, get_format("fp16"), params.RNE)
+        name = route.kernel_name(k)
+        assert name.startswith("arith32._KERNELS[(")
+        assert route._kernel_named(name) is k
+    assert route._kernel_named(route.kernel_name(arith.to_code_kernel)) is arith.to_code_kernel
+
+
+@pytest.mark.parametrize("rdown", [False, True])
+def test_the_fma_rounded_to_odd_twin_is_the_kernel(rdown: bool) -> None:
+    """bf16/tf32 sums and fma go through float64 rounded to odd: the numpy twin that
+    serves them while the kernel compiles gives the kernel's bits."""
+    import lowprec as lp
+    from lowprec._kernels import arith_fast
+
+    rng = np.random.default_rng(9)
+    n = 20000
+    vals = []
+    for fmt in ("bf16", "tf32"):
+        f = lp.get_format(fmt)
+        v = lp.decode(rng.integers(0, 1 << f.width, (3, n)), f)
+        v[2, : n // 4] = -v[0, : n // 4] * v[1, : n // 4]  # exact cancellations: zeros
+        vals.append(v)
+    a, b, c = np.concatenate(vals, axis=1)
+    b[::3] = 1.0  # the sums a + c
+    c[::7] = -0.0
+    zeros = []
+    for bb in (b, b[:1]):
+        want = np.empty(a.shape, np.float64)
+        arith_fast.fma_odd_kernel(a, bb, c, rdown, want)
+        got = arith_fast.fma_odd_reference(a, bb, c, rdown)
+        assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+        zeros.append(int((want == 0).sum()))
+    assert zeros[0] > 1000 and np.isnan(want).sum() > 0

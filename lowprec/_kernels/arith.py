@@ -432,3 +432,30 @@ def to_code_kernel(P, xbits, codes):
         codes[i] = c
     return -1
 
+
+
+def to_codes(P, xbits: np.ndarray, codes: np.ndarray) -> int:
+    """:func:`to_code_kernel`, compiled where it is ready (:func:`.route.ready`), else
+    the same checks in numpy over :func:`.vec.convert` (the engine's conversion)."""
+    from . import route, vec
+
+    if route.ready(to_code_kernel, (P, xbits, codes)):
+        return int(to_code_kernel(P, xbits, codes))
+    b = xbits.view(np.uint64)
+    c, f, st = vec.convert(P, b, 0, False, False)
+    mag = b & np.uint64(0x7FFFFFFFFFFFFFFF)
+    is_nan = mag > np.uint64(0x7FF0000000000000)
+    signaling = is_nan & (st == 0) & (f != 0)
+    bad = (st != 0) | ((f != 0) & ~signaling)
+    if P.nan_kind != NAN_IEEE or P.m < 2:
+        bad |= signaling
+    else:  # quiet bit cleared, payload 1: the format's signaling NaN
+        c = np.where(signaling, (c ^ (np.int64(1) << (P.m - 1))) | 1, c)
+    if not P.has_inf:
+        bad |= mag == np.uint64(0x7FF0000000000000)
+    if bad.any():
+        first = int(np.argmax(bad))
+        codes[:first] = c[:first]
+        return first
+    codes[:] = c
+    return -1

@@ -99,6 +99,36 @@ def fma_odd_kernel(a, b, c, rdown, out):
         out[i] = s
 
 
+def fma_odd(a: np.ndarray, b: np.ndarray, c: np.ndarray, rdown: bool, out: np.ndarray) -> None:
+    """:func:`fma_odd_kernel`, compiled where it is ready (:func:`.route.ready`), else
+    the same float64 operations in numpy (TwoSum, then the even results moved to their
+    odd neighbour toward the exact sum)."""
+    from . import route
+
+    if route.ready(fma_odd_kernel, (a, b, c, rdown, out)):
+        fma_odd_kernel(a, b, c, rdown, out)
+    else:
+        out[:] = np.broadcast_to(fma_odd_reference(a, b, c, rdown), out.shape)
+
+
+def fma_odd_reference(a: np.ndarray, b: np.ndarray, c: np.ndarray, rdown: bool) -> np.ndarray:
+    """:func:`fma_odd_kernel`'s operations in numpy, broadcast."""
+    with np.errstate(all="ignore"):  # IEEE results, as the kernel's
+        p = a * b
+        s = p + c
+        bb = s - p
+        err = (p - (s - bb)) + (c - bb)
+        fin = np.isfinite(s)
+        bits = s.view(np.int64)
+        away = (err > 0) == (s > 0)
+        move = fin & (err != 0) & ((bits & 1) == 0)
+        r = np.where(move, bits + np.where(away, 1, -1), bits).view(np.float64)
+        if rdown:
+            signed = np.signbit(p) | np.signbit(np.broadcast_to(c, p.shape))
+            r = np.where(fin & (err == 0) & (s == 0) & signed, -0.0, r)
+    return r
+
+
 # ------------------------------------------- stochastic div, sqrt, fma: fast
 # ``op_kernel`` computes the 60-bit quotient and root of stochastic rounding
 # with two integer divisions, or a digit loop, per element. The functions below

@@ -36,6 +36,7 @@ import queue
 import subprocess
 import sys
 import threading
+import time
 from functools import lru_cache
 from typing import Any
 
@@ -247,14 +248,32 @@ def _work() -> None:
                 missing.append((key, disp, name, sig))
         if missing:
             done = _compile_elsewhere([(name, sig) for _, _, name, sig in missing])
-            if done is not None:
-                done.wait()
-            for key, disp, _, sig in missing:
-                try:
-                    _load(disp, sig)
-                except Exception:  # noqa: BLE001, S110 (then compiled in place)
-                    pass
+            _load_as_compiled(missing, done)
+
+
+def _load_as_compiled(items: list[tuple[Any, Any, str, Any]],
+                      done: subprocess.Popen | None) -> None:
+    """Load each of ``items`` (key, dispatcher, name, signature) as soon as the process
+    ``done`` has written it to numba's cache (it compiles them in order, so the first
+    asked is served first), not when the whole batch is compiled; whatever is still not
+    there when the process ends (or none could start) compiles in place on its next call.
+    numba writes a cache entry's data, then its index, each by an atomic rename."""
+    pending = list(items)
+    while pending:
+        finished = done is None or done.poll() is not None
+        still = []
+        for key, disp, name, sig in pending:
+            try:
+                loaded = _load(disp, sig)
+            except Exception:  # noqa: BLE001 (then compiled in place)
+                loaded = True
+            if loaded or finished:
                 _READY[key] = True
+            else:
+                still.append((key, disp, name, sig))
+        pending = still
+        if pending:
+            time.sleep(0.25)
 
 
 def wait() -> None:
@@ -312,7 +331,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
     ``module.attribute`` or ``module.TABLE[key]`` (``.addition``/``.integer``)."""
     from numba.core.registry import CPUDispatcher
 
-    from . import blocks, convert, engine, fast, gemm, recipe
+    from . import arith, blocks, convert, engine, fast, gemm, recipe
 
     names: dict[int, str] = {}
     kernels: dict[str, Any] = {}
@@ -323,7 +342,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
             kernels[name] = d
 
     for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks, recipe,
-                   gemm):
+                   gemm, arith):
         short = module.__name__.rsplit(".", 1)[1]
         for attr, value in vars(module).items():
             add(value, f"{short}.{attr}")
@@ -336,9 +355,33 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
 
 
 def kernel_name(kernel: Any) -> str:
-    """The routed kernel's name (``bits32_direct.KERNELS[(0, True)].addition``), or
-    its Python name where it is not one of the routed tables."""
-    return str(_names()[0].get(id(kernel)) or getattr(kernel, "__name__", repr(kernel)))
+    """The routed kernel's name (``bits32_direct.KERNELS[(0, True)].addition``,
+    ``arith32._KERNELS[key]`` for the arithmetic kernels made on demand), or its
+    Python name where it is not one of the routed tables."""
+    from . import arith32
+
+    name = _names()[0].get(id(kernel))
+    if name is None:
+        name = next((f"arith32._KERNELS[{key!r}]" for key, k in arith32._KERNELS.items()
+                     if k is kernel), None)  # noqa: SLF001
+    return str(name or getattr(kernel, "__name__", repr(kernel)))
+
+
+def _kernel_named(name: str) -> Any:
+    """The kernel :func:`kernel_name` calls ``name`` (made first where it is one of
+    arith32's kernels made on demand)."""
+    import ast
+
+    from . import arith32
+
+    prefix = "arith32._KERNELS["
+    if name.startswith(prefix):
+        key = ast.literal_eval(name[len(prefix):-1])
+        found = arith32._KERNELS.get(key)  # noqa: SLF001
+        if found is None:
+            found = arith32._KERNELS[key] = arith32._make(*key)  # noqa: SLF001
+        return found
+    return _names()[1][name]
 
 
 def _maybe_cached(disp: Any) -> bool:
@@ -371,7 +414,7 @@ def _compile_elsewhere(items: list[tuple[str, Any]]) -> subprocess.Popen | None:
 def main(argv: list[str]) -> int:
     """The warm-up process: compile each (kernel name, signature) into numba's cache."""
     for name, sig in pickle.loads(base64.b64decode(argv[0])):
-        _names()[1][name].compile(sig)
+        _kernel_named(name).compile(sig)
     return 0
 
 
