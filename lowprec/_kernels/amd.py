@@ -151,12 +151,74 @@ def _c3_tile_sub(arow, anrow, b, bn, k0, k1, step, j0, jn, emax, s):
 
 
 @_jit
-def cdna3_grid(a, an, b, bn, cc, group, fp8, big, i0, i1, out):
-    """Rows i0..i1 of the mi300 ``C + A @ B`` (B as K x N; finite inputs; C any
+def _c3_sub8(arow, anrow, b, bn, k0, step, j0, jn, emax, s):
+    """:func:`_c3_tile_sub` for exactly 8 products (k0 + t * step), unrolled so that
+    each column's terms stay in registers."""
+    j1 = j0 + jn
+    k = k0
+    x0, x1, x2, x3 = arow[k], arow[k + step], arow[k + 2 * step], arow[k + 3 * step]
+    x4, x5, x6, x7 = (arow[k + 4 * step], arow[k + 5 * step], arow[k + 6 * step],
+                      arow[k + 7 * step])
+    n0, n1, n2, n3 = anrow[k], anrow[k + step], anrow[k + 2 * step], anrow[k + 3 * step]
+    n4, n5, n6, n7 = (anrow[k + 4 * step], anrow[k + 5 * step], anrow[k + 6 * step],
+                      anrow[k + 7 * step])
+    b0, b1, b2, b3 = b[k, j0:j1], b[k + step, j0:j1], b[k + 2 * step, j0:j1], \
+        b[k + 3 * step, j0:j1]
+    b4, b5, b6, b7 = b[k + 4 * step, j0:j1], b[k + 5 * step, j0:j1], \
+        b[k + 6 * step, j0:j1], b[k + 7 * step, j0:j1]
+    m0, m1, m2, m3 = bn[k, j0:j1], bn[k + step, j0:j1], bn[k + 2 * step, j0:j1], \
+        bn[k + 3 * step, j0:j1]
+    m4, m5, m6, m7 = bn[k + 4 * step, j0:j1], bn[k + 5 * step, j0:j1], \
+        bn[k + 6 * step, j0:j1], bn[k + 7 * step, j0:j1]
+    for j in range(jn):
+        e = max(max(max(n0 + m0[j], n1 + m1[j]), max(n2 + m2[j], n3 + m3[j])),
+                max(max(n4 + m4[j], n5 + m5[j]), max(n6 + m6[j], n7 + m7[j])))
+        sc = _pow2(24 - e)
+        s[j] = ((np.trunc(x0 * b0[j] * sc) + np.trunc(x1 * b1[j] * sc))
+                + (np.trunc(x2 * b2[j] * sc) + np.trunc(x3 * b3[j] * sc))) \
+            + ((np.trunc(x4 * b4[j] * sc) + np.trunc(x5 * b5[j] * sc))
+               + (np.trunc(x6 * b6[j] * sc) + np.trunc(x7 * b7[j] * sc)))
+        emax[j] = e
+
+
+@_jit
+def _c3_sub4(arow, anrow, b, bn, k0, j0, jn, emax, s):
+    """:func:`_c3_tile_sub` for exactly 4 consecutive products, unrolled."""
+    j1 = j0 + jn
+    k = k0
+    x0, x1, x2, x3 = arow[k], arow[k + 1], arow[k + 2], arow[k + 3]
+    n0, n1, n2, n3 = anrow[k], anrow[k + 1], anrow[k + 2], anrow[k + 3]
+    b0, b1, b2, b3 = b[k, j0:j1], b[k + 1, j0:j1], b[k + 2, j0:j1], b[k + 3, j0:j1]
+    m0, m1, m2, m3 = bn[k, j0:j1], bn[k + 1, j0:j1], bn[k + 2, j0:j1], bn[k + 3, j0:j1]
+    for j in range(jn):
+        e = max(max(n0 + m0[j], n1 + m1[j]), max(n2 + m2[j], n3 + m3[j]))
+        sc = _pow2(24 - e)
+        s[j] = (np.trunc(x0 * b0[j] * sc) + np.trunc(x1 * b1[j] * sc)) \
+            + (np.trunc(x2 * b2[j] * sc) + np.trunc(x3 * b3[j] * sc))
+        emax[j] = e
+
+
+@_jit
+def _c3_tile(arow, anrow, b, bn, k0, k1, step, j0, jn, emax, s):
+    """emax[j], s[j] of products k0, k0 + step, .. < k1 (columns j0 .. j0 + jn):
+    the unrolled loops for whole groups, :func:`_c3_tile_sub` for a last short one."""
+    n = (k1 - k0 + step - 1) // step
+    if n == 8:
+        _c3_sub8(arow, anrow, b, bn, k0, step, j0, jn, emax, s)
+    elif n == 4 and step == 1:
+        _c3_sub4(arow, anrow, b, bn, k0, j0, jn, emax, s)
+    else:
+        _c3_tile_sub(arow, anrow, b, bn, k0, k1, step, j0, jn, emax, s)
+
+
+@_jit
+def cdna3_grid(a, an, b, bn, N, cc, group, fp8, big, i0, i1, out):
+    """Rows i0..i1 of the mi300 ``C + A @ B`` (B in tiles: :func:`tiles`; finite
+    inputs; C any
     FP32 value) into ``out`` (M * N float32, row-major), C = cc (M * N).
     ``big``: products may reach 2**128 (BF16, xf32): groups whose largest
     nominal exponent is 127 or more are redone by :func:`_c3_group`."""
-    K, N = b.shape
+    K = a.shape[1]
     e0 = np.empty(TILE, np.int64)
     e1 = np.empty(TILE, np.int64)
     s0 = np.empty(TILE, np.float64)
@@ -165,6 +227,7 @@ def cdna3_grid(a, an, b, bn, cc, group, fp8, big, i0, i1, out):
     old = np.empty(TILE, np.float64)
     for j0 in range(0, N, TILE):
         jn = min(TILE, N - j0)
+        bt, bnt = b[j0 // TILE], bn[j0 // TILE]  # K x TILE, contiguous
         for i in range(i0, i1):
             arow, anrow = a[i], an[i]
             for j in range(jn):
@@ -172,15 +235,15 @@ def cdna3_grid(a, an, b, bn, cc, group, fp8, big, i0, i1, out):
             for k0 in range(0, K, group):
                 k1 = min(k0 + group, K)
                 if fp8:
-                    _c3_tile_sub(arow, anrow, b, bn, k0, k1, 2, j0, jn, e0, s0)
-                    _c3_tile_sub(arow, anrow, b, bn, k0 + 1, k1, 2, j0, jn, e1, s1)
+                    _c3_tile(arow, anrow, bt, bnt, k0, k1, 2, 0, jn, e0, s0)
+                    _c3_tile(arow, anrow, bt, bnt, k0 + 1, k1, 2, 0, jn, e1, s1)
                     for j in range(jn):
                         e = max(e0[j], e1[j])
                         s0[j] = (np.floor(s0[j] * _pow2(e0[j] - e))
                                  + np.floor(s1[j] * _pow2(e1[j] - e)))
                         e0[j] = e
                 else:
-                    _c3_tile_sub(arow, anrow, b, bn, k0, k1, 1, j0, jn, e0, s0)
+                    _c3_tile(arow, anrow, bt, bnt, k0, k1, 1, 0, jn, e0, s0)
                 if big:
                     for j in range(jn):
                         old[j] = acc[j]
@@ -191,7 +254,7 @@ def cdna3_grid(a, an, b, bn, cc, group, fp8, big, i0, i1, out):
                 if big:
                     for j in range(jn):
                         if e0[j] >= 127:
-                            acc[j] = _c3_group(arow, anrow, b[:, j0 + j], bn[:, j0 + j], k0,
+                            acc[j] = _c3_group(arow, anrow, bt[:, j], bnt[:, j], k0,
                                                k1, old[j], fp8)
             for j in range(jn):
                 out[i * N + j0 + j] = np.float32(acc[j])
@@ -260,15 +323,15 @@ def cdna12_pairs(a, b, ia, ib, cc, group, flush, n0, n1, out):
 
 
 @_jit
-def cdna12_grid(a, b, cc, group, flush, i0, i1, out):
-    """Rows i0..i1 of the mi100/mi250 ``C + A @ B`` (float32 values, B as K x N;
+def cdna12_grid(a, b, N, cc, group, flush, i0, i1, out):
+    """Rows i0..i1 of the mi100/mi250 ``C + A @ B`` (float32 values, B in tiles: :func:`tiles`;
     CDNA2's inputs already flushed) into ``out`` (M * N float32), C = cc."""
-    K, N = b.shape
+    K = a.shape[1]
     acc = np.empty(TILE, np.float32)
     x = np.empty(4, np.float32)
     for j0 in range(0, N, TILE):
         jn = min(TILE, N - j0)
-        bt = b[:, j0:j0 + jn]
+        bt = b[j0 // TILE]  # K x TILE, contiguous
         for i in range(i0, i1):
             for j in range(jn):
                 acc[j] = _c12_start(cc[i * N + j0 + j], flush)
@@ -277,7 +340,8 @@ def cdna12_grid(a, b, cc, group, flush, i0, i1, out):
                 for t in range(m):
                     x[t] = a[i, k0 + t]
                 if m == 4:
-                    b0, b1, b2, b3 = bt[k0], bt[k0 + 1], bt[k0 + 2], bt[k0 + 3]
+                    b0, b1 = bt[k0, :jn], bt[k0 + 1, :jn]
+                    b2, b3 = bt[k0 + 2, :jn], bt[k0 + 3, :jn]
                     x0, x1, x2, x3 = x[0], x[1], x[2], x[3]
                     for j in range(jn):
                         t = _add(_add(_leaf(x0, b0[j], flush), _leaf(x1, b1[j], flush), flush),
@@ -285,7 +349,7 @@ def cdna12_grid(a, b, cc, group, flush, i0, i1, out):
                                  flush)
                         acc[j] = _add(acc[j], t, flush)
                 elif m == 2:
-                    b0, b1 = bt[k0], bt[k0 + 1]
+                    b0, b1 = bt[k0, :jn], bt[k0 + 1, :jn]
                     x0, x1 = x[0], x[1]
                     for j in range(jn):
                         t = _add(_leaf(x0, b0[j], flush), _leaf(x1, b1[j], flush), flush)
@@ -298,6 +362,20 @@ def cdna12_grid(a, b, cc, group, flush, i0, i1, out):
 
 
 # ------------------------------------------------------------------ the driver
+def tiles(b: np.ndarray) -> np.ndarray:
+    """B transposed (N x K) as column tiles of B (N / TILE, K, TILE), zero-padded:
+    each tile contiguous, so that its rows do not contend for the same cache sets.
+
+    >>> tiles(np.arange(6.0).reshape(3, 2)).shape == (1, 2, TILE)
+    True
+    """
+    n, k = b.shape
+    t = -(-n // TILE)
+    padded = np.zeros((t * TILE, k), b.dtype)
+    padded[:n] = b
+    return np.ascontiguousarray(padded.reshape(t, TILE, k).transpose(0, 2, 1))
+
+
 def kernel_for(gen: str, grid: bool, special: bool) -> Any:
     """The kernel that serves ``gen`` ("CDNA1", "CDNA2", "CDNA3"): the grid kernel
     for a full ``A @ B`` (on CDNA3 only with finite inputs), else the pairs kernel.
@@ -342,9 +420,10 @@ def mfma_values(a: np.ndarray, b: np.ndarray, c: np.ndarray, gen: str, inputs: s
                       for x in (a, b))
         fp8 = inputs.startswith("fp8")
         if kernel is cdna3_grid:
-            bk, bnk = np.ascontiguousarray(b.T), np.ascontiguousarray(bn.T)
+            bk, bnk = tiles(b), tiles(bn)
             big = inputs in ("bf16", "xf32")
-            args = lambda n0, n1: (a, an, bk, bnk, cc, group, fp8, big, n0, n1, out)  # noqa: E731
+            args = lambda n0, n1: (a, an, bk, bnk, N, cc, group, fp8, big, n0, n1,  # noqa: E731
+                                   out)
         else:
             args = lambda n0, n1: (a, an, b, bn, ia, ib, cc, group, fp8, n0, n1,  # noqa: E731
                                    out)
@@ -353,8 +432,8 @@ def mfma_values(a: np.ndarray, b: np.ndarray, c: np.ndarray, gen: str, inputs: s
         a32, b32 = (np.where(flush & (np.abs(x) < 2.0 ** emin), 0.0, x).astype(np.float32)
                     for x in (a, b))
         if kernel is cdna12_grid:
-            bk = np.ascontiguousarray(b32.T)
-            args = lambda n0, n1: (a32, bk, cc, group, flush, n0, n1, out)  # noqa: E731
+            bk = tiles(b32)
+            args = lambda n0, n1: (a32, bk, N, cc, group, flush, n0, n1, out)  # noqa: E731
         else:
             args = lambda n0, n1: (a32, b32, ia, ib, cc, group, flush, n0, n1,  # noqa: E731
                                    out)
