@@ -40,6 +40,7 @@ _jit = njit(cache=True, nogil=True)
 _TINY32 = np.float32(2.0 ** -126)
 _ZERO32 = np.float32(0.0)
 _BIG = 2.0 ** 128
+_NO_PRODUCT = -252  # a group's exponent with no products: as zero-padded (0 * 0)
 TILE = 64  # columns of B per tile: K x TILE x 12 bytes stay in L2 for K <= 2048
 
 
@@ -67,14 +68,15 @@ def _combine(s, e, c, fp8):
     c24 = np.floor(c * _pow2(24 - top))
     if fp8 and ec < top - 25:
         c24 = 0.0
-    total = np.floor(s * _pow2(7 + e - top)) + c24 * 128.0
+    # + 0.0: a zero total is +0, as the reference's integer 0 (-0.0 + 0.0 == +0.0)
+    total = (np.floor(s * _pow2(7 + e - top)) + c24 * 128.0) + 0.0
     return np.float32(total * _pow2(top - 31))
 
 
 @_jit
 def _c3_sub(a, an, b, bn, k0, k1, step):
     """(sum in units 2**(e - 24), e) of products k0, k0 + step, .. < k1."""
-    e = -(1 << 20)
+    e = _NO_PRODUCT
     for k in range(k0, k1, step):
         e = max(e, an[k] + bn[k])
     sc = _pow2(24 - e)
@@ -131,7 +133,7 @@ def _c3_tile_sub(arow, anrow, b, bn, k0, k1, step, j0, jn, emax, s):
     """emax[j], s[j] (units 2**(emax - 24)) of products k0, k0 + step, .. < k1 for
     columns j0 .. j0 + jn, vectorised across columns."""
     for j in range(jn):
-        emax[j] = -(1 << 20)
+        emax[j] = _NO_PRODUCT
     for k in range(k0, k1, step):
         ea = anrow[k]
         bnk = bn[k, j0:j0 + jn]

@@ -45,7 +45,7 @@ from . import bits32, bits32_direct, odd64, pow2
 from .params import STOCHASTIC
 
 __all__ = ["Cold", "call", "decode", "fast_path", "kernel_for", "kernel_name", "kind", "ready",
-           "serving", "wait"]
+           "serving", "serving_mfma", "wait"]
 
 
 # ------------------------------------------------------------ which kernel
@@ -148,6 +148,22 @@ def serving(fmt: Any, mode: int, is64: bool, codes: bool, saturate: bool = False
     if how == "scalar":
         return ("fast.fast_kernel",)
     return ("engine.encode_kernel" if codes else "engine.round_kernel",)
+
+
+def serving_mfma(gen: str, grid: bool, special: bool) -> tuple[str, ...]:
+    """The compiled kernel that serves an AMD mfma model of generation ``gen``
+    (``"CDNA1"``, ``"CDNA2"``, ``"CDNA3"``) on a full ``A @ B`` (``grid``) or on
+    dot products of row pairs, inputs with NaN/inf (``special``) or not: the AMD
+    rows of the routing table. Cold, :mod:`lowprec.amd`'s ``mfma_dot`` answers.
+
+    >>> serving_mfma("CDNA3", True, False)
+    ('amd.cdna3_grid',)
+    >>> serving_mfma("CDNA2", False, True)
+    ('amd.cdna12_pairs',)
+    """
+    from . import amd
+
+    return (kernel_name(amd.kernel_for(gen, grid, special)),)
 
 
 # ------------------------------------------------- compiled yet, or cold?
@@ -312,7 +328,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
     ``module.attribute`` or ``module.TABLE[key]`` (``.addition``/``.integer``)."""
     from numba.core.registry import CPUDispatcher
 
-    from . import blocks, convert, engine, fast
+    from . import amd, blocks, convert, engine, fast
 
     names: dict[int, str] = {}
     kernels: dict[str, Any] = {}
@@ -322,7 +338,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
             names[id(d)] = name
             kernels[name] = d
 
-    for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks):
+    for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks, amd):
         short = module.__name__.rsplit(".", 1)[1]
         for attr, value in vars(module).items():
             add(value, f"{short}.{attr}")
