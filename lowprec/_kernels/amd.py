@@ -402,19 +402,20 @@ def mfma_values(a: np.ndarray, b: np.ndarray, c: np.ndarray, gen: str, inputs: s
     from .._runtime import _threads
     from . import route
 
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    b = np.ascontiguousarray(b, dtype=np.float64)
     special = not (np.isfinite(a).all() and np.isfinite(b).all())
-    grid = pairs is None
-    kernel = kernel_for(gen, grid, special)
+    kernel = kernel_for(gen, pairs is None, special)
     M, N = a.shape[0], b.shape[0]
-    n_out = M * N if grid else len(pairs[0])  # type: ignore[index]
-    out = np.empty(n_out, np.float32)
-    if grid and kernel is not cdna3_pairs:
-        ia = ib = np.empty(0, np.int64)
-    elif grid:
+    if pairs is not None:
+        ia, ib = (np.ascontiguousarray(p, dtype=np.int64) for p in pairs)
+    elif kernel is cdna3_pairs:  # a grid with NaN/inf inputs
         ia, ib = np.repeat(np.arange(M), N), np.tile(np.arange(N), M)
     else:
-        ia, ib = (np.ascontiguousarray(p, dtype=np.int64) for p in pairs)  # type: ignore[union-attr]
+        ia = ib = np.empty(0, np.int64)
+    out = np.empty(M * N if pairs is None else len(ia), np.float32)
     cc = np.ascontiguousarray(c, dtype=np.float32).astype(np.float64)
+    head: tuple[Any, ...]
     if gen == "CDNA3":
         with np.errstate(invalid="ignore"):
             an, bn = (np.where((x == 0) | ~np.isfinite(x), -126,
@@ -422,33 +423,25 @@ def mfma_values(a: np.ndarray, b: np.ndarray, c: np.ndarray, gen: str, inputs: s
                       for x in (a, b))
         fp8 = inputs.startswith("fp8")
         if kernel is cdna3_grid:
-            bk, bnk = tiles(b), tiles(bn)
-            big = inputs in ("bf16", "xf32")
-            args = lambda n0, n1: (a, an, bk, bnk, N, cc, group, fp8, big, n0, n1,  # noqa: E731
-                                   out)
+            head = (a, an, tiles(b), tiles(bn), N, cc, group, fp8, inputs in ("bf16", "xf32"))
         else:
-            args = lambda n0, n1: (a, an, b, bn, ia, ib, cc, group, fp8, n0, n1,  # noqa: E731
-                                   out)
+            head = (a, an, b, bn, ia, ib, cc, group, fp8)
     else:
         flush = gen == "CDNA2"
         a32, b32 = (np.where(flush & (np.abs(x) < 2.0 ** emin), 0.0, x).astype(np.float32)
                     for x in (a, b))
         if kernel is cdna12_grid:
-            bk = tiles(b32)
-            args = lambda n0, n1: (a32, bk, N, cc, group, flush, n0, n1, out)  # noqa: E731
+            head = (a32, tiles(b32), N, cc, group, flush)
         else:
-            args = lambda n0, n1: (a32, b32, ia, ib, cc, group, flush, n0, n1,  # noqa: E731
-                                   out)
-    by_rows = kernel in (cdna3_grid, cdna12_grid)
-    rows = M if by_rows else n_out
-    if auto and not route.ready(kernel, args(0, 0)):
+            head = (a32, b32, ia, ib, cc, group, flush)
+    rows = M if kernel in (cdna3_grid, cdna12_grid) else len(out)  # what n0..n1 count
+    if auto and not route.ready(kernel, (*head, 0, 0, out)):
         raise route.Cold(route.kernel_name(kernel))
-    work = n_out * max(a.shape[1], 1)
-    nt = max(1, min(_threads(), rows, work // (1 << 18)))
+    nt = max(1, min(_threads(), rows, len(out) * max(a.shape[1], 1) // (1 << 18)))
     cuts = [rows * t // nt for t in range(nt + 1)]
     if nt == 1:
-        kernel(*args(0, rows))
+        kernel(*head, 0, rows, out)
     else:
         with ThreadPoolExecutor(max_workers=nt) as pool:
-            list(pool.map(lambda t: kernel(*args(cuts[t], cuts[t + 1])), range(nt)))
+            list(pool.map(lambda t: kernel(*head, cuts[t], cuts[t + 1], out), range(nt)))
     return out
