@@ -227,13 +227,21 @@ def mfma_matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | float, arch: str,
     return out
 
 
+# Products beyond which a cold call waits for the kernel's compile (20-35 s with an
+# empty cache on the project's 2-core machine) rather than run mfma_dot (5-10 us a
+# product: 2**22 products take 20-40 s; a 256^3 matmul, 2**24, minutes).
+_WAIT_WORK = 1 << 22
+
+
 def _many(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str, inputs: str,
           pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """:func:`mfma_dot` of rows ``a[i]`` (A, M x K) and ``b[j]`` (B transposed, N x K)
     from C = ``c[n]``: every (i, j) row-major (``pairs`` None) or the pairs
     ``(ia, ib)``, as FP32. Served by the compiled twin (``lowprec._kernels.amd``)
     where :mod:`lowprec._kernels.route` has it ready; before, by :func:`mfma_dot`
-    itself (the same bits) while the kernel compiles in the background."""
+    itself (the same bits) while the kernel compiles in the background, unless
+    the work is so large (over ``_WAIT_WORK`` products) that waiting for the
+    compile is quicker."""
     key = _arch(arch)
     gen, fmts = AMD_MODELS[key]
     if inputs not in fmts:
@@ -241,11 +249,14 @@ def _many(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str, inputs: str,
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if inputs == "xf32":
         a, b = _truncate_xf32(a), _truncate_xf32(b)
+    run = (a, b, c, gen, inputs, _EMIN[inputs], _group(gen, inputs), pairs)
     try:
-        return _compiled.mfma_values(a, b, c, gen, inputs, _EMIN[inputs], _group(gen, inputs),
-                                     pairs, auto=True)
+        return _compiled.mfma_values(*run, auto=True)
     except route.Cold:
-        pass
+        work = (a.shape[0] * b.shape[0] if pairs is None else len(pairs[0])) * a.shape[1]
+        if work > _WAIT_WORK and route.background():
+            route.wait()  # compiled in the background meanwhile: the kernel is ready now
+            return _compiled.mfma_values(*run, auto=False)
     if pairs is None:
         ia, ib = np.repeat(np.arange(a.shape[0]), b.shape[0]), np.tile(np.arange(b.shape[0]),
                                                                         a.shape[0])

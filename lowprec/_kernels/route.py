@@ -44,7 +44,7 @@ import numpy as np
 from . import bits32, bits32_direct, odd64, pow2
 from .params import STOCHASTIC
 
-__all__ = ["Cold", "call", "decode", "fast_path", "kernel_for", "kernel_name", "kind", "ready",
+__all__ = ["Cold", "background", "call", "decode", "fast_path", "kernel_for", "kernel_name", "kind", "ready",
            "serving", "serving_mfma", "wait"]
 
 
@@ -188,6 +188,14 @@ def _policy() -> str:
     process) or ``"compile"`` (numba compiles in place, as before)."""
     found = os.environ.get("LOWPREC_COLD", "").strip()
     return found if found in ("compile", "numpy") else "background"
+
+
+def background() -> bool:
+    """Whether a kernel that is not compiled is being compiled in the background
+    (LOWPREC_COLD unset, the default), so that :func:`wait` then has it ready.
+    A caller whose reference would take longer than a compile (the AMD models on a
+    large matmul) waits for it instead of running the reference."""
+    return _policy() == "background"
 
 
 def _dispatcher(kernel: Any) -> Any:
