@@ -419,3 +419,27 @@ def test_cold_amd_models_are_served_by_their_reference(tmp_path: Path) -> None:
         warm = lp.vecdot(A[:9], B.T, c[0], inputs=f, model=model)
         assert np.array_equal(cold[f"{model}-{f}-vecdot"].view(np.uint64), warm.view(np.uint64))
     assert amd.cdna3_grid.overloads and amd.cdna12_grid.overloads and amd.cdna3_pairs.overloads
+
+
+_MFMA_WAIT = """
+import numpy as np
+import lowprec as lp
+from lowprec import amd as public
+from lowprec._kernels import amd
+public._WAIT_WORK = 100  # this small matmul counts as large
+a = np.arange(-40.0, 40.0).reshape(10, 8) / 8
+r = lp.matmul(a, a.T, inputs="bf16", model="mi100")
+print(bool(amd.cdna12_grid.overloads), np.array_equal(r, public.mfma_matmul(a, a.T, 0.0,
+                                                                             "mi100", "bf16")))
+"""
+
+
+def test_a_large_cold_amd_call_waits_for_the_compile(tmp_path: Path) -> None:
+    # Beyond _WAIT_WORK products the reference would take longer than the compile:
+    # a cold call (an empty cache, the default background policy) waits for the
+    # background process and runs the kernel, loaded from the cache it filled.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    env.pop("LOWPREC_COLD", None)
+    done = subprocess.run([sys.executable, "-c", _MFMA_WAIT], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
+    assert done.stdout.split() == ["True", "True"]
