@@ -9,7 +9,9 @@
   :mod:`.bits32_direct` (float32 in, the usual formats), :mod:`.pow2` (E8M0),
   :mod:`.bits32` (every other format but fp32), :mod:`.odd64` (float64 in,
   through float32 rounded to odd), :mod:`.fast` (``fast_kernel``,
-  ``vec32_kernel``) and the arithmetic, block and matmul kernels;
+  ``vec32_kernel``) and the arithmetic, block and matmul kernels, and the AMD
+  mfma kernels of :mod:`.amd` (twins of :mod:`lowprec.amd`'s ``mfma_dot``,
+  picked by :func:`serving_mfma`'s rule);
 * this module, which picks among them for a (format, mode, input dtype,
   output, saturate, subnormals) conversion (:func:`fast_path`,
   :func:`kernel_for`), and says whether the kernel it picked can run now
