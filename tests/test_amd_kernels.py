@@ -179,3 +179,27 @@ def test_matmul_and_vecdot_run_the_kernels():
         assert np.array_equal(v, want)
     assert K.cdna3_grid.overloads and K.cdna12_grid.overloads and K.cdna12_pairs.overloads
     assert route.serving_mfma("CDNA3", True, False) == ("amd.cdna3_grid",)
+
+
+def _every_fp8_pair(fmt: str, c: float) -> None:
+    """Every finite (a, b) pair of ``fmt`` as the even product of a group, beside an
+    odd product 1 * (-2**-9) or 2**-9 (its own half-group, aligned apart), from C."""
+    v = lp.decode(np.arange(256, dtype=np.uint8), fmt)
+    v = np.unique(v[np.isfinite(v)])
+    a = np.stack([v, np.ones_like(v)], axis=1)
+    b = np.stack([v, np.where(np.arange(len(v)) % 2, 2.0 ** -9, -(2.0 ** -9))], axis=1)
+    n = len(v)
+    cc = np.full(n * n, c)
+    ia, ib = np.repeat(np.arange(n), n), np.tile(np.arange(n), n)
+    got = _compiled(a, b, cc, "mi300", fmt, None)
+    assert K.kernel_for("CDNA3", True, False) is K.cdna3_grid
+    want = _reference(a, b, cc, "mi300", fmt, ia, ib)
+    assert _same(got, want).all(), np.flatnonzero(~_same(got, want))[:5]
+
+
+@pytest.mark.parametrize("c", [-1.0, 0.0, 2.0 ** -20, -(2.0 ** 17), 3.0e38])
+@pytest.mark.parametrize("fmt", ["fp8_e4m3fnuz", "fp8_e5m2fnuz"])
+def test_every_fp8_product_beside_a_small_one(fmt, c):
+    # exhaustive over the format's finite pairs (255 x 255 or 256 x 256 values with
+    # both zeros merged), the grid kernel against the reference
+    _every_fp8_pair(fmt, c)
