@@ -200,6 +200,22 @@ def _every_fp8_pair(fmt: str, c: float) -> None:
 @pytest.mark.parametrize("c", [-1.0, 0.0, 2.0 ** -20, -(2.0 ** 17), 3.0e38])
 @pytest.mark.parametrize("fmt", ["fp8_e4m3fnuz", "fp8_e5m2fnuz"])
 def test_every_fp8_product_beside_a_small_one(fmt, c):
-    # exhaustive over the format's finite pairs (255 x 255 or 256 x 256 values with
-    # both zeros merged), the grid kernel against the reference
+    # exhaustive over each format's 255 finite values, every pair, the grid kernel
+    # against the reference
     _every_fp8_pair(fmt, c)
+
+
+@pytest.mark.parametrize("arch", ["mi100", "mi250"])
+def test_every_fp16_value_in_a_cdna12_tree(arch):
+    # every FP16 code (subnormals, zeros, inf, NaN included) in each place of a group
+    # of 4, against B rows that make subnormal products, ties and cancellation
+    x = lp.decode(np.arange(1 << 16, dtype=np.uint16), "fp16")
+    a = np.stack([x, np.roll(x, 1), -x, np.full_like(x, 2.0 ** -14)], axis=1)
+    b = np.array([[1.0, 2.0 ** -10, 1.0, -(2.0 ** -10)],
+                  [2.0 ** -14, -1.0, 2.0 ** -24, 1.0],
+                  [-(2.0 ** 15), 2.0 ** -1, 65504.0, 2.0 ** -24]])
+    c = np.tile(np.array([1.0, -(2.0 ** -130), 2.0 ** -126]), len(x))
+    ia, ib = np.repeat(np.arange(len(x)), 3), np.tile(np.arange(3), len(x))
+    want = _reference(a, b, c, arch, "fp16", ia, ib)
+    got = _compiled(a, b, c, arch, "fp16", None)
+    assert _same(got, want).all(), np.flatnonzero(~_same(got, want))[:5]
