@@ -7,6 +7,10 @@
 * ``--big``: 1024 x 1024 x 1024 matmuls (fp16 and FP8 under ``h100``, FP8 under
   ``b200:tcgen05``) in M multiply-adds per second, per CPU-second (all threads'
   CPU time) and per wall second, beside numpy's float32 matmul.
+* ``--amd``: 1024 x 1024 x 1024 matmuls under the AMD mfma models (``mi100``,
+  ``mi250``, ``mi300``, every input type of each; issue #37), the same columns, on
+  one thread (``LOWPREC_NUM_THREADS=1``) and on every thread, beside numpy's float32
+  matmul (on its own threads) and its rate per CPU-second.
 
 Wall and CPU seconds, best of ``--repeat`` runs after one warm-up (numba compile)::
 
@@ -38,9 +42,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big", action="store_true", help="only the 1024^3 matmuls")
+    ap.add_argument("--amd", action="store_true", help="only the 1024^3 AMD mfma matmuls")
+    ap.add_argument("--n", type=int, default=1024, help="matrix size for --amd (default 1024)")
     args = ap.parse_args()
     if args.big:
         _big(args.repeat)
+        return
+    if args.amd:
+        _amd(args.repeat, args.n)
         return
     rng = np.random.default_rng(0)
     print("5,000 dot products, K = 32 (lp.vecdot)")
@@ -85,6 +94,36 @@ def _big(repeat: int) -> None:
                           repeat)
         print(f"  {model:>12} {inputs:>9}: {macs / wall / 1e6:,.0f} M MAC/s wall, "
               f"{macs / cpu / 1e6:,.0f} per CPU-second ({wall / ref_w:.0f}x numpy's wall time)")
+
+
+def _amd(repeat: int, n: int) -> None:
+    import os
+
+    rng = np.random.default_rng(1)
+    macs = float(n) ** 3
+    x, y = rng.standard_normal((n, n)), rng.standard_normal((n, n))
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    ref_w, ref_c = _best(lambda: xf @ yf, repeat)
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; "
+          f"{n}^3 numpy float32 matmul: {macs / ref_w / 1e6:,.0f} M MAC/s wall, "
+          f"{macs / ref_c / 1e6:,.0f} per CPU-second")
+    rows = [("mi100", "fp16"), ("mi100", "bf16"), ("mi250", "fp16"), ("mi250", "bf16"),
+            ("mi300", "fp16"), ("mi300", "bf16"), ("mi300", "tf32"), ("mi300", "fp8_e4m3fnuz"),
+            ("mi300", "fp8_e5m2fnuz")]
+    for threads in ("1", ""):
+        if threads:
+            os.environ["LOWPREC_NUM_THREADS"] = threads
+        else:
+            os.environ.pop("LOWPREC_NUM_THREADS", None)
+        print(f"  {'one thread' if threads else 'every thread'}:")
+        for model, inputs in rows:
+            A, B = lp.round_to(x, inputs), lp.round_to(y, inputs)
+            wall, cpu = _best(lambda m=model, f=inputs, A=A, B=B:
+                              lp.matmul(A, B, inputs=f, model=m), repeat)
+            print(f"  {model:>6}:mfma {inputs:>12}: {macs / wall / 1e6:,.0f} M MAC/s wall, "
+                  f"{macs / cpu / 1e6:,.0f} per CPU-second ({wall / ref_w:.0f}x numpy's wall "
+                  f"time, {cpu / ref_c:.0f}x its CPU time)")
+    print(f"load average {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} at the end")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._kernels import amd as _compiled
+from ._kernels import route
 from .tensorcores import AccumulationModel
 
 __all__ = ["AMD_MODELS", "MFMA", "MFMA_MODELS", "get_mfma", "mfma_dot", "mfma_matmul"]
@@ -78,7 +80,11 @@ def _split(x: float, emin: int) -> tuple[int, int]:
 
 def _group_sum(sig: list[int], exps: list[int]) -> tuple[int, int]:
     """Products (S, e) in 2**-46 units: each cut to 24 fraction bits below the
-    largest exponent, toward zero, summed exactly. Returns (sum in 2**-24 units, e)."""
+    largest exponent, toward zero, summed exactly. Returns (sum in 2**-24 units, e).
+    No products (the odd half of an FP8 group of one, K not a multiple of 16): the
+    sum of zero-padded products, 0 at -252 (no product's nominal exponent is lower)."""
+    if not exps:
+        return 0, -252
     e = max(exps)
     total = 0
     for s, ei in zip(sig, exps):
@@ -89,8 +95,8 @@ def _group_sum(sig: list[int], exps: list[int]) -> tuple[int, int]:
 
 
 def _cdna3_group(a: np.ndarray, b: np.ndarray, c: float, fmt: str) -> float:
-    prods = a.astype(np.float64) * b.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0, inf - inf: NaN, quietly
+        prods = a.astype(np.float64) * b.astype(np.float64)
         exact = float(np.sum(prods)) + c
     if math.isnan(exact) or math.isinf(exact):
         return exact
@@ -144,6 +150,19 @@ def _pairwise(a: np.ndarray, b: np.ndarray, flush: bool) -> np.float32:
     return _flush(np.float32(r), True) if flush else np.float32(r)
 
 
+def _group(gen: str, inputs: str) -> int:
+    """Products per MFMA group: CDNA3 8 (xf32 4, fp8/bf8 16), CDNA1/2 4 (bf16 2)."""
+    if gen == "CDNA3":
+        return {"xf32": 4, "fp8_e4m3fnuz": 16, "fp8_e5m2fnuz": 16}.get(inputs, 8)
+    return 2 if inputs == "bf16" else 4
+
+
+def _truncate_xf32(x: np.ndarray) -> np.ndarray:
+    """FP32 values cut to xf32's 10 fraction bits (toward zero), as float64."""
+    bits = np.asarray(x, dtype=np.float64).astype(np.float32).view(np.uint32)
+    return (bits & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
+
+
 def mfma_dot(a: np.ndarray, b: np.ndarray, c: float, arch: str, inputs: str) -> np.float32:
     """One MFMA dot product ``c + sum(a * b)`` with FP32 output under ``arch``'s rule.
 
@@ -166,18 +185,14 @@ def mfma_dot(a: np.ndarray, b: np.ndarray, c: float, arch: str, inputs: str) -> 
     if a.shape != b.shape:
         raise ValueError(f"a and b must have the same length, got {a.size} and {b.size}")
     if inputs == "xf32":
-        a = (a.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(
-            np.float32).astype(np.float64)
-        b = (b.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(
-            np.float32).astype(np.float64)
+        a, b = _truncate_xf32(a), _truncate_xf32(b)
     acc = np.float32(c)
+    group = _group(gen, inputs)
     if gen == "CDNA3":
-        group = {"xf32": 4, "fp8_e4m3fnuz": 16, "fp8_e5m2fnuz": 16}.get(inputs, 8)
         for lo in range(0, a.size, group):
             acc = np.float32(_f32(_cdna3_group(a[lo:lo + group], b[lo:lo + group],
                                                float(acc), inputs)))
         return acc
-    group = 2 if inputs == "bf16" else 4
     flush = gen == "CDNA2"
     if flush:
         emin = _EMIN[inputs]
@@ -210,6 +225,46 @@ def mfma_matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | float, arch: str,
         for j in range(b.shape[1]):
             out[i, j] = mfma_dot(a[i], b[:, j], float(cc[i, j]), arch, inputs)
     return out
+
+
+# Products beyond which a cold call waits for the kernel's compile (20-35 s with an
+# empty cache on the project's 2-core machine) rather than run mfma_dot (5-10 us a
+# product: 2**22 products take 20-40 s; a 256^3 matmul, 2**24, minutes).
+_WAIT_WORK = 1 << 22
+
+
+def _many(a: np.ndarray, b: np.ndarray, c: np.ndarray, arch: str, inputs: str,
+          pairs: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """:func:`mfma_dot` of rows ``a[i]`` (A, M x K) and ``b[j]`` (B transposed, N x K)
+    from C = ``c[n]``: every (i, j) row-major (``pairs`` None) or the pairs
+    ``(ia, ib)``, as FP32. Served by the compiled twin (``lowprec._kernels.amd``)
+    where :mod:`lowprec._kernels.route` has it ready; before, by :func:`mfma_dot`
+    itself (the same bits) while the kernel compiles in the background, unless
+    the work is so large (over ``_WAIT_WORK`` products) that waiting for the
+    compile is quicker."""
+    key = _arch(arch)
+    gen, fmts = AMD_MODELS[key]
+    if inputs not in fmts:
+        raise ValueError(f"{key}:mfma has no {inputs!r} inputs; accepted: {', '.join(fmts)}")
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if inputs == "xf32":
+        a, b = _truncate_xf32(a), _truncate_xf32(b)
+    run = (a, b, c, gen, inputs, _EMIN[inputs], _group(gen, inputs), pairs)
+    try:
+        return _compiled.mfma_values(*run, auto=True)
+    except route.Cold:
+        work = (a.shape[0] * b.shape[0] if pairs is None else len(pairs[0])) * a.shape[1]
+        if work > _WAIT_WORK and route.background():
+            route.wait()  # compiled in the background meanwhile: the kernel is ready now
+            return _compiled.mfma_values(*run, auto=False)
+    if pairs is None:
+        ia, ib = np.repeat(np.arange(a.shape[0]), b.shape[0]), np.tile(np.arange(b.shape[0]),
+                                                                        a.shape[0])
+    else:
+        ia, ib = pairs
+    return np.array([mfma_dot(a[i], b[j], float(c[n]), key, inputs)
+                     for n, (i, j) in enumerate(zip(ia.tolist(), ib.tolist()))],
+                    dtype=np.float32)
 
 
 # lowprec input format -> the mfma input name, per architecture (matmul's ``inputs``).

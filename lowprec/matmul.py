@@ -54,7 +54,8 @@ from ._kernels import params
 from ._kernels.tc_fast import tc_grid
 from ._names import did_you_mean
 from ._runtime import _threads
-from .amd import MFMA, MFMA_MODELS, get_mfma, mfma_dot
+from .amd import MFMA, MFMA_MODELS, get_mfma
+from .amd import _many as mfma_many
 from .blockmma import BLOCK_MMA_MODELS, block_scaled_matmul, is_block_scaled
 from .formats import FloatFormat, custom_format, get_format
 from .instructions import INSTRUCTIONS, get_instruction
@@ -267,7 +268,7 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
         raise ValueError(f"model {mdl.name!r} takes no c; c is accumulated by sequential, "
                          "the GPU architectures, tensor_core(...) and promote(...) models")
     if isinstance(mdl, MFMA):
-        return _mfma_codes(ca, cb, ia, ib, c, mdl, fin, facc, fout)
+        return _mfma_codes(ca, cb, ia, ib, c, mdl, fin, facc, fout, grid)
     if isinstance(mdl, Exact):
         base = 2 * (fin.emin - 2 * fin.mantissa_bits)
         top = 2 * (fin.emax + 1) + max(1, math.ceil(math.log2(max(k_len, 1)))) + 2
@@ -322,14 +323,15 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
 
 def _mfma_codes(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
                 c: np.ndarray | None, mdl: MFMA, fin: FloatFormat, facc: FloatFormat,
-                fout: FloatFormat) -> np.ndarray:
-    """AMD mfma (lowprec.amd reference, per output): FP32 accumulation, then fout."""
+                fout: FloatFormat, grid: bool) -> np.ndarray:
+    """AMD mfma (lowprec.amd: its compiled twin, or its reference while that
+    compiles): FP32 accumulation, then fout. ``grid``: every (ia, ib) pair of a matmul."""
     if facc.name != "fp32":
         raise ValueError(f"{mdl.name} accumulates in fp32, got accumulate={facc.name!r}")
     name = mdl.input_name(fin.name)
     af, bf = decode(ca.astype(fin.code_dtype), fin), decode(cb.astype(fin.code_dtype), fin)
-    d = np.array([mfma_dot(af[i], bf[j], 0.0 if c is None else float(c[n]), mdl.arch, name)
-                  for n, (i, j) in enumerate(zip(ia.tolist(), ib.tolist()))], dtype=np.float64)
+    cv = np.zeros(len(ia)) if c is None else c
+    d = mfma_many(af, bf, cv, mdl.arch, name, None if grid else (ia, ib)).astype(np.float64)
     return np.asarray(encode(d, fout), dtype=np.int64)
 
 

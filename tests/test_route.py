@@ -617,3 +617,98 @@ def test_the_fma_rounded_to_odd_twin_is_the_kernel(rdown: bool) -> None:
         assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
         zeros.append(int((want == 0).sum()))
     assert zeros[0] > 1000 and np.isnan(want).sum() > 0
+
+
+# ------------------------------------------------------- AMD mfma models
+# Written from the rules of lowprec/_kernels/amd.py: CDNA3's full A @ B of finite
+# inputs takes the vectorised grid kernel; NaN/inf inputs, and dot products of row
+# pairs (lp.vecdot), take the scalar pairs kernel (the reference's full rule per
+# group). CDNA1/2 are IEEE FP32 arithmetic, NaN/inf included: grid or pairs only.
+def _expected_mfma(gen: str, grid: bool, special: bool) -> tuple[str, ...]:
+    if gen == "CDNA3":
+        return ("amd.cdna3_grid",) if grid and not special else ("amd.cdna3_pairs",)
+    return ("amd.cdna12_grid",) if grid else ("amd.cdna12_pairs",)
+
+
+def test_the_routing_table_names_the_kernel_of_every_amd_model() -> None:
+    from lowprec.amd import AMD_MODELS
+
+    rows = 0
+    for arch, (gen, _) in AMD_MODELS.items():
+        for grid, special in itertools.product((False, True), (False, True)):
+            assert route.serving_mfma(gen, grid, special) == _expected_mfma(gen, grid, special), \
+                (arch, grid, special)
+            rows += 1
+    assert rows == 12
+
+
+_MFMA = """
+import sys, numpy as np
+import lowprec as lp
+from lowprec._kernels import amd
+x = np.load(sys.argv[1])
+a, b, c = x[:12, :40], x[12:52, :9], x[52:64, :9]
+out = {}
+for model, f in (("mi300", "fp16"), ("mi300", "fp8_e4m3fnuz"), ("mi300", "tf32"),
+                 ("mi100", "bf16"), ("mi250", "fp16")):
+    A, B = lp.round_to(a, f), lp.round_to(b, f)
+    out[f"{model}-{f}"] = lp.matmul(A, B, c, inputs=f, model=model)
+    out[f"{model}-{f}-vecdot"] = lp.vecdot(A[:9], B.T, c[0], inputs=f, model=model)
+compiled = [k for k in ("cdna3_grid", "cdna3_pairs", "cdna12_grid", "cdna12_pairs")
+            if getattr(amd, k).overloads]
+np.savez(sys.argv[2], **out)
+print(",".join(compiled) or "none")
+"""
+
+
+def test_cold_amd_models_are_served_by_their_reference(tmp_path: Path) -> None:
+    # With nothing compiled (an empty numba cache, LOWPREC_COLD=numpy) lp.matmul and
+    # lp.vecdot on the AMD models compile no mfma kernel: lowprec.amd.mfma_dot
+    # answers, with the kernels' bits (here, LOWPREC_COLD=compile, the kernels run).
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((64, 40)) * np.exp2(rng.integers(-12, 12, (64, 40)))
+    x[3, 5] = 0.0
+    np.save(tmp_path / "x.npy", x)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
+               LOWPREC_COLD="numpy")
+    done = subprocess.run([sys.executable, "-c", _MFMA, str(tmp_path / "x.npy"),
+                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
+    assert done.stdout.split() == ["none"]
+    import lowprec as lp
+    from lowprec._kernels import amd
+
+    cold = np.load(tmp_path / "cold.npz")
+    a, b, c = x[:12, :40], x[12:52, :9], x[52:64, :9]
+    for model, f in (("mi300", "fp16"), ("mi300", "fp8_e4m3fnuz"), ("mi300", "tf32"),
+                     ("mi100", "bf16"), ("mi250", "fp16")):
+        A, B = lp.round_to(a, f), lp.round_to(b, f)
+        warm = lp.matmul(A, B, c, inputs=f, model=model)
+        assert np.array_equal(cold[f"{model}-{f}"].view(np.uint64), warm.view(np.uint64))
+        warm = lp.vecdot(A[:9], B.T, c[0], inputs=f, model=model)
+        assert np.array_equal(cold[f"{model}-{f}-vecdot"].view(np.uint64), warm.view(np.uint64))
+    assert amd.cdna3_grid.overloads and amd.cdna12_grid.overloads and amd.cdna3_pairs.overloads
+
+
+_MFMA_WAIT = """
+import numpy as np
+import lowprec as lp
+from lowprec import amd as public
+from lowprec._kernels import amd
+public._WAIT_WORK = 100  # this small matmul counts as large
+a = np.arange(-40.0, 40.0).reshape(10, 8) / 8
+r = lp.matmul(a, a.T, inputs="bf16", model="mi100")
+print(bool(amd.cdna12_grid.overloads), np.array_equal(r, public.mfma_matmul(a, a.T, 0.0,
+                                                                             "mi100", "bf16")))
+"""
+
+
+def test_a_large_cold_amd_call_waits_for_the_compile(tmp_path: Path) -> None:
+    # Beyond _WAIT_WORK products the reference would take longer than the compile:
+    # a cold call (an empty cache, the default background policy) waits for the
+    # background process and runs the kernel, loaded from the cache it filled.
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    env.pop("LOWPREC_COLD", None)
+    done = subprocess.run([sys.executable, "-c", _MFMA_WAIT], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
+    assert done.stdout.split() == ["True", "True"]

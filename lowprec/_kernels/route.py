@@ -9,7 +9,9 @@
   :mod:`.bits32_direct` (float32 in, the usual formats), :mod:`.pow2` (E8M0),
   :mod:`.bits32` (every other format but fp32), :mod:`.odd64` (float64 in,
   through float32 rounded to odd), :mod:`.fast` (``fast_kernel``,
-  ``vec32_kernel``) and the arithmetic, block and matmul kernels;
+  ``vec32_kernel``) and the arithmetic, block and matmul kernels, and the AMD
+  mfma kernels of :mod:`.amd` (twins of :mod:`lowprec.amd`'s ``mfma_dot``,
+  picked by :func:`serving_mfma`'s rule);
 * this module, which picks among them for a (format, mode, input dtype,
   output, saturate, subnormals) conversion (:func:`fast_path`,
   :func:`kernel_for`), and says whether the kernel it picked can run now
@@ -45,8 +47,8 @@ import numpy as np
 from . import bits32, bits32_direct, odd64, pow2
 from .params import STOCHASTIC
 
-__all__ = ["Cold", "call", "decode", "fast_path", "kernel_for", "kernel_name", "kind", "ready",
-           "serving", "wait"]
+__all__ = ["Cold", "background", "call", "decode", "fast_path", "kernel_for", "kernel_name", "kind", "ready",
+           "serving", "serving_mfma", "wait"]
 
 
 # ------------------------------------------------------------ which kernel
@@ -151,6 +153,22 @@ def serving(fmt: Any, mode: int, is64: bool, codes: bool, saturate: bool = False
     return ("engine.encode_kernel" if codes else "engine.round_kernel",)
 
 
+def serving_mfma(gen: str, grid: bool, special: bool) -> tuple[str, ...]:
+    """The compiled kernel that serves an AMD mfma model of generation ``gen``
+    (``"CDNA1"``, ``"CDNA2"``, ``"CDNA3"``) on a full ``A @ B`` (``grid``) or on
+    dot products of row pairs, inputs with NaN/inf (``special``) or not: the AMD
+    rows of the routing table. Cold, :mod:`lowprec.amd`'s ``mfma_dot`` answers.
+
+    >>> serving_mfma("CDNA3", True, False)
+    ('amd.cdna3_grid',)
+    >>> serving_mfma("CDNA2", False, True)
+    ('amd.cdna12_pairs',)
+    """
+    from . import amd
+
+    return (kernel_name(amd.kernel_for(gen, grid, special)),)
+
+
 # ------------------------------------------------- compiled yet, or cold?
 class Cold(Exception):
     """A kernel is not compiled and not in numba's cache (raised by :func:`call`
@@ -173,6 +191,14 @@ def _policy() -> str:
     process) or ``"compile"`` (numba compiles in place, as before)."""
     found = os.environ.get("LOWPREC_COLD", "").strip()
     return found if found in ("compile", "numpy") else "background"
+
+
+def background() -> bool:
+    """Whether a kernel that is not compiled is being compiled in the background
+    (LOWPREC_COLD unset, the default), so that :func:`wait` then has it ready.
+    A caller whose reference would take longer than a compile (the AMD models on a
+    large matmul) waits for it instead of running the reference."""
+    return _policy() == "background"
 
 
 def _dispatcher(kernel: Any) -> Any:
@@ -331,7 +357,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
     ``module.attribute`` or ``module.TABLE[key]`` (``.addition``/``.integer``)."""
     from numba.core.registry import CPUDispatcher
 
-    from . import arith, blocks, convert, engine, fast, gemm, recipe
+    from . import amd, arith, blocks, convert, engine, fast, gemm, recipe
 
     names: dict[int, str] = {}
     kernels: dict[str, Any] = {}
@@ -342,7 +368,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
             kernels[name] = d
 
     for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks, recipe,
-                   gemm, arith):
+                   gemm, arith, amd):
         short = module.__name__.rsplit(".", 1)[1]
         for attr, value in vars(module).items():
             add(value, f"{short}.{attr}")
