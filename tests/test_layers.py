@@ -34,7 +34,7 @@ LAYERS: dict[str, int] = {
     # scaled and block formats; the validation of hardware against the models
     "scaling": 4, "mx": 4, "nvfp4": 4, "schemes": 4, "quant_error": 4, "validate": 4,
     "_validate_report": 4, "_validate_gemm": 4, "hadamard": 4, "recipes": 4,
-    "identify": 4, "gemm_identify": 4,
+    "identify": 4, "gemm_identify": 4, "_gemm_search": 4,
     # autograd and the trainer
     "autograd": 5, "train": 5,
     # what lowprec would do to anyone's tensors
