@@ -118,7 +118,6 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
     runs: dict[str, RunResult] = {}
     bar = ProgressBar(progress)
     t0 = time.perf_counter()
-    _ask_for_kernels(policies, task, seed)
     for name in policies:
         bar.start(f"{name}")
         runs[name] = train(name, task, steps=steps, seed=seed, progress=bar)
@@ -136,15 +135,6 @@ def run_demo(out: str | None = None, *, policies: tuple[str, ...] = DEMO_POLICIE
     if figures:
         _figures(runs, folder, stream)
     return runs
-
-
-def _ask_for_kernels(policies: tuple[str, ...], task: str, seed: int) -> None:
-    """One step of every preset before the runs: each asks the router for the kernels it
-    uses, so that with an empty kernel cache all of them start compiling in the
-    background at once, in the presets' order, while the first presets train on the
-    numpy engine (docs/kernels.md); with a warm cache they load in the background."""
-    for name in policies:
-        train(name, task, steps=1, seed=seed)
 
 
 def _figures(runs: dict[str, RunResult], folder: Path, stream: TextIO) -> None:

@@ -290,6 +290,18 @@ def test_the_twins_special_codes_are_the_compiled_engines() -> None:
                 assert got["ovf", sign] == want, (fmt.name, mode, saturate)
 
 
+def _run_cold(script: str, x: np.ndarray, tmp_path: Path) -> str:
+    """Run ``script`` (argv: x.npy, cold.npz) in a fresh process with an empty numba
+    cache and LOWPREC_COLD=numpy (nothing compiles); its stdout, stripped."""
+    np.save(tmp_path / "x.npy", x)
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
+               LOWPREC_COLD="numpy")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "x.npy"),
+                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
+                          text=True, timeout=600, check=True)
+    return done.stdout.strip()
+
+
 _BLOCKS = """
 import sys, numpy as np
 from lowprec import mx, nvfp4
@@ -320,13 +332,7 @@ def test_cold_block_quantizers_are_served_by_their_reference(tmp_path: Path) -> 
     x = (rng.standard_normal((96, 80)) * 10.0 ** rng.integers(-9, 9, (96, 80))).astype(np.float32)
     x[4, :32] = 0.0
     x[5, 7], x[6, 40], x[7, 0] = np.inf, np.nan, -np.inf
-    np.save(tmp_path / "x.npy", x)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
-               LOWPREC_COLD="numpy")
-    done = subprocess.run([sys.executable, "-c", _BLOCKS, str(tmp_path / "x.npy"),
-                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
-                          text=True, timeout=600, check=True)
-    assert done.stdout.split() == ["none"]
+    assert _run_cold(_BLOCKS, x, tmp_path) == "none"
     from lowprec import mx, nvfp4
     from lowprec._kernels import blocks
 
@@ -471,13 +477,7 @@ def test_cold_recipe_kernels_are_served_by_their_reference(tmp_path: Path) -> No
         np.float32)
     x[5, 7], x[6, 40] = np.inf, np.nan
     x[16:32, :16] = 0.0
-    np.save(tmp_path / "x.npy", x)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
-               LOWPREC_COLD="numpy")
-    done = subprocess.run([sys.executable, "-c", _RECIPE, str(tmp_path / "x.npy"),
-                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
-                          text=True, timeout=600, check=True)
-    assert done.stdout.split() == ["none"]
+    assert _run_cold(_RECIPE, x, tmp_path) == "none"
     from lowprec import hadamard
     from lowprec._kernels.gemm import matmul_in_order
     from lowprec.recipes import nvfp4 as recipe_nvfp4
@@ -543,13 +543,7 @@ def test_cold_arithmetic_is_served_without_compiling(tmp_path: Path) -> None:
     x = (rng.standard_normal((2, 4000)) * 2.0 ** rng.integers(-20, 8, (2, 4000)))
     x[:, :8] = [[0.0, -0.0, np.inf, -np.inf, 3.0, 1.0, -1.0, 0.0],
                 [-0.0, -0.0, 1.0, np.inf, 1.0, -1.0, 1.0, 0.0]]
-    np.save(tmp_path / "x.npy", x)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
-               LOWPREC_COLD="numpy")
-    done = subprocess.run([sys.executable, "-c", _ARITH, str(tmp_path / "x.npy"),
-                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
-                          text=True, timeout=600, check=True)
-    assert done.stdout.split() == ["none"]
+    assert _run_cold(_ARITH, x, tmp_path) == "none"
     cold = np.load(tmp_path / "cold.npz")
     n = 0
     for fmt in ("fp16", "fp8_e4m3", "fp8_e5m2", "fp6_e2m3", "fp4_e2m1"):
@@ -668,13 +662,7 @@ def test_cold_amd_models_are_served_by_their_reference(tmp_path: Path) -> None:
     rng = np.random.default_rng(11)
     x = rng.standard_normal((64, 40)) * np.exp2(rng.integers(-12, 12, (64, 40)))
     x[3, 5] = 0.0
-    np.save(tmp_path / "x.npy", x)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT),
-               LOWPREC_COLD="numpy")
-    done = subprocess.run([sys.executable, "-c", _MFMA, str(tmp_path / "x.npy"),
-                           str(tmp_path / "cold.npz")], env=env, capture_output=True,
-                          text=True, timeout=600, check=True)
-    assert done.stdout.split() == ["none"]
+    assert _run_cold(_MFMA, x, tmp_path) == "none"
     import lowprec as lp
     from lowprec._kernels import amd
 

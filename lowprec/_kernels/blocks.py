@@ -224,9 +224,22 @@ def nvfp4_ready(x: np.ndarray, cols: int, bs: int, kernel: Any, q: np.ndarray,
     compiling; those that do not are loaded or compiled in the background."""
     f0, b0, u0 = np.empty(0, np.float32), np.empty(0, np.bool_), np.empty(0, np.uint8)
     return _ready([(nvfp4_block_amax, (x, cols, bs, f0, b0)),
-                   (_nvfp4_chunk, (x, cols, bs, 0, 0, u0, f0, np.float32(1), b0, f0)),
-                   (kernel, (q, f0, seeds, u0)),
+                   *_element_calls(x, cols, bs, kernel, q, seeds),
                    (scale_kernel, (scale_q, f0, _NO_SEEDS, u0))])
+
+
+def nvfp4_elements_ready(x: np.ndarray, cols: int, bs: int, kernel: Any, q: np.ndarray,
+                         seeds: np.ndarray) -> bool:
+    """Whether :func:`nvfp4_elements` with the element ``kernel`` runs now without
+    compiling (the recipe's 16x16 tiles bring their own amax and scale codes)."""
+    return _ready(_element_calls(x, cols, bs, kernel, q, seeds))
+
+
+def _element_calls(x: np.ndarray, cols: int, bs: int, kernel: Any, q: np.ndarray,
+                   seeds: np.ndarray) -> list[tuple[Any, tuple]]:
+    f0, b0, u0 = np.empty(0, np.float32), np.empty(0, np.bool_), np.empty(0, np.uint8)
+    return [(_nvfp4_chunk, (x, cols, bs, 0, 0, u0, f0, np.float32(1), b0, f0)),
+            (kernel, (q, f0, seeds, u0))]
 
 
 @_jit

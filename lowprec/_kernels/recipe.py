@@ -248,14 +248,12 @@ def rne_codes(x: np.ndarray, tr: int, tile_scale_codes: np.ndarray, bad: np.ndar
     pass (the same products and rounding, its SIMD kernel; ``kernel``/``q`` round the
     elements), each tile's scale code repeated on its ``tr`` rows; None where that pass
     declines or its kernels are not compiled yet."""
-    from .blocks import _nvfp4_chunk, _ready, nvfp4_elements
+    from .blocks import nvfp4_elements, nvfp4_elements_ready
 
     rows, cols = x.shape
     flat = x.reshape(-1)
-    f0, b0, u0 = np.empty(0, np.float32), np.empty(0, np.bool_), np.empty(0, np.uint8)
     seeds = np.empty(0, np.uint64)
-    if not _ready([(_nvfp4_chunk, (flat, cols, 16, 0, 0, u0, f0, np.float32(1), b0, f0)),
-                   (kernel, (q, f0, seeds, u0))]):
+    if not nvfp4_elements_ready(flat, cols, 16, kernel, q, seeds):
         return None
     per_row = np.ascontiguousarray(np.repeat(tile_scale_codes, tr, axis=0)).reshape(-1)
     bad_rows = np.ascontiguousarray(np.repeat(bad, tr, axis=0)).reshape(-1)
