@@ -213,7 +213,8 @@ def _convert(x: Any, fmt: FloatFormat | str, mode: str, saturate: bool, subnorma
 
     try:
         if path == "auto":
-            run(0, 0)  # route.Cold where the kernel is not compiled yet
+            with route.large(bits.shape[0]):  # a large call may load a cached kernel here
+                run(0, 0)  # route.Cold where the kernel is not compiled yet
     except route.Cold:
         _by_numpy(fmt, x_flat, bits, m, saturate, ftz, seeds if stochastic else None, to_codes,
                   out_flat, flags_flat if want_flags else None)

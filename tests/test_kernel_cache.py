@@ -57,8 +57,11 @@ def test_the_locator_takes_lowprec_files_only_and_numba_cache_dir_first() -> Non
     from lowprec._kernels import _cache, engine
 
     locators = _cache._IMPL._locator_classes
-    assert locators.index(_cache.LowprecCacheLocator) == 1
-    assert locators[0].__name__.lstrip("_") == "UserProvidedCacheLocator"  # NUMBA_CACHE_DIR
+    # lowprec's NUMBA_CACHE_DIR locator first (numba's own next, for other code), then
+    # lowprec's user-cache locator
+    assert locators[0] is _cache.LowprecUserDirLocator
+    assert locators[1].__name__.lstrip("_") == "UserProvidedCacheLocator"  # NUMBA_CACHE_DIR
+    assert locators.index(_cache.LowprecCacheLocator) == 2
     found = _cache.LowprecCacheLocator.from_function(engine.round_pack.py_func, engine.__file__)
     assert found is not None and found.get_cache_path().startswith(_cache.cache_dir())
     assert _cache.LowprecCacheLocator.from_function(_run, __file__) is None  # not lowprec
@@ -73,6 +76,19 @@ def test_the_stamp_covers_every_kernel_source(tmp_path: Path) -> None:
     found = _cache.LowprecCacheLocator.from_function(engine.round_pack.py_func, engine.__file__)
     _, every = found.get_source_stamp()
     assert every == _cache.sources_stamp(str(PACKAGE / "_kernels"))
+    # the same under NUMBA_CACHE_DIR (numba's own locator there stamps one file)
+    from numba.core import config
+
+    saved = config.CACHE_DIR
+    config.CACHE_DIR = str(tmp_path / "numba")
+    try:
+        user = _cache.LowprecUserDirLocator.from_function(engine.round_pack.py_func,
+                                                          engine.__file__)
+        assert user is not None and user.get_cache_path().startswith(config.CACHE_DIR)
+        assert user.get_source_stamp()[1] == every
+        assert _cache.LowprecUserDirLocator.from_function(_run, __file__) is None
+    finally:
+        config.CACHE_DIR = saved
     for name, text in (("a.py", "x = 1\n"), ("b.py", "y = 2\n"), ("notes.txt", "-")):
         (tmp_path / name).write_text(text)
     before = _cache.sources_stamp.__wrapped__(str(tmp_path))

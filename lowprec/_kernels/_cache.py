@@ -11,8 +11,9 @@ and the folder left over, with no ``__init__.py``, is then imported as an empty
 So lowprec's kernels (and only they) are cached under the user's cache folder,
 ``~/.cache/lowprec/`` on Linux (``$XDG_CACHE_HOME/lowprec`` where that is set), one
 sub-folder per source folder, as numba's own user-wide locator does. Setting
-``NUMBA_CACHE_DIR`` still wins, as numba documents; where the user cache is not
-writable, numba's usual choices follow.
+``NUMBA_CACHE_DIR`` still wins, as numba documents (with the stamp below: numba's
+own locator for that folder stamps a kernel's file only); where the user cache is
+not writable, numba's usual choices follow.
 
 A cached kernel is reused while its source stamp matches. numba's stamp is the
 hash of the kernel's own file, but a kernel holds compiled copies of what it
@@ -40,6 +41,8 @@ _PACKAGE_DIR = os.path.dirname(_KERNELS_DIR)
 _USER_WIDE: Any = getattr(caching, "UserWideCacheLocator", None) or getattr(
     caching, "_UserWideCacheLocator", None)
 _IMPL: Any = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+_USER_DIR: Any = getattr(caching, "UserProvidedCacheLocator", None) or getattr(
+    caching, "_UserProvidedCacheLocator", None)
 
 
 def cache_dir() -> str:
@@ -98,11 +101,35 @@ if _USER_WIDE is not None and _IMPL is not None:
                 return None
             return super().from_function(py_func, py_file)
 
+    _STAMPED: list[Any] = [LowprecCacheLocator]
+
+    if _USER_DIR is not None:
+
+        class LowprecUserDirLocator(_USER_DIR):
+            """numba's NUMBA_CACHE_DIR locator, for lowprec's own source files, with
+            :func:`sources_stamp` in the stamp too (a folder named by NUMBA_CACHE_DIR
+            must not hand back a kernel compiled from another version of what it calls)."""
+
+            def get_source_stamp(self) -> Any:
+                """numba's stamp of the kernel's own file, and :func:`sources_stamp`."""
+                return super().get_source_stamp(), sources_stamp()
+
+            @classmethod
+            def from_function(cls, py_func: Any, py_file: str) -> Any:
+                if not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
+                    return None
+                return super().from_function(py_func, py_file)
+
+        _STAMPED.insert(0, LowprecUserDirLocator)
+
     def install() -> None:
-        """Put the locator after NUMBA_CACHE_DIR's and before the in-tree one (once)."""
+        """Put lowprec's NUMBA_CACHE_DIR locator first and its user-cache locator after
+        numba's NUMBA_CACHE_DIR one, before the in-tree one (once)."""
         locators = _IMPL._locator_classes
         if LowprecCacheLocator not in locators:
             locators.insert(1, LowprecCacheLocator)
+        if len(_STAMPED) > 1 and _STAMPED[0] not in locators:
+            locators.insert(0, _STAMPED[0])
 
 else:  # an unknown numba layout: keep numba's own choice
 

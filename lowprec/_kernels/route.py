@@ -39,6 +39,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -47,8 +49,8 @@ import numpy as np
 from . import bits32, bits32_direct, odd64, pow2
 from .params import STOCHASTIC
 
-__all__ = ["Cold", "background", "call", "decode", "fast_path", "kernel_for", "kernel_name", "kind", "ready",
-           "serving", "serving_mfma", "wait"]
+__all__ = ["Cold", "LOAD_IN_PLACE", "background", "call", "decode", "fast_path", "kernel_for",
+           "kernel_name", "kind", "large", "ready", "serving", "serving_mfma", "wait"]
 
 
 # ------------------------------------------------------------ which kernel
@@ -220,7 +222,9 @@ def ready(kernel: Any, args: tuple) -> bool:
     key = (id(disp), tuple(map(_type_key, args)))
     state = _READY.get(key)
     if state is not None and (state or _policy() != "compile"):
-        return state
+        if state or not getattr(_LARGE, "on", False) or _policy() == "numpy":
+            return state
+        return _load_here(key, disp, args)  # a large call while the worker has it
     try:
         sig = tuple(disp.typeof_pyval(a) for a in args)
         if sig in disp.overloads or _policy() == "compile":
@@ -232,6 +236,8 @@ def ready(kernel: Any, args: tuple) -> bool:
         return True
     if _policy() == "numpy":
         return False
+    if getattr(_LARGE, "on", False) and _maybe_cached(disp) and _load_here(key, disp, args):
+        return True
     _READY[key] = False
     # No index file: not in the cache, so the compile starts now (a short
     # program ends before the thread's load would find out, and its next run
@@ -246,6 +252,40 @@ def ready(kernel: Any, args: tuple) -> bool:
         _WORKER[:] = [threading.Thread(target=_work, name="lowprec-kernels", daemon=True)]
         _WORKER[0].start()
     return False
+
+
+#: A call on at least this many values loads its kernel from numba's cache in the
+#: calling thread (:func:`large`) instead of being served by numpy meanwhile: numba's
+#: first load in a process takes about 0.6 s of CPU (its typing and target contexts),
+#: numpy's reference about 0.15 s per million values, so from about 4 million values
+#: on the load is the shorter wait (docs/kernels.md, "First calls in a warm process").
+LOAD_IN_PLACE = 1 << 22
+_LARGE = threading.local()
+
+
+@contextmanager
+def large(n: int) -> Iterator[None]:
+    """Within it, :func:`ready` loads a kernel that numba's cache holds in this thread
+    where ``n`` (the call's number of values) is at least :data:`LOAD_IN_PLACE`:
+    a warm cache's first large call waits for the load instead of running numpy."""
+    before = getattr(_LARGE, "on", False)
+    _LARGE.on = n >= LOAD_IN_PLACE
+    try:
+        yield
+    finally:
+        _LARGE.on = before
+
+
+def _load_here(key: tuple, disp: Any, args: tuple) -> bool:
+    """Load ``disp``'s overload for ``args`` from numba's cache in this thread (True:
+    it runs now; False: the cache does not hold it, or it could not be read)."""
+    try:
+        loaded = _load(disp, tuple(disp.typeof_pyval(a) for a in args))
+    except Exception:  # noqa: BLE001 (left to the background worker)
+        return False
+    if loaded:
+        _READY[key] = True
+    return loaded
 
 
 def _work() -> None:
@@ -321,7 +361,9 @@ def decode(P: Any, codes: np.ndarray) -> np.ndarray:
     from . import engine, vec
 
     out = np.empty(codes.shape, np.float64)
-    if ready(engine.decode_kernel, (P, codes, out)):
+    with large(codes.size):
+        now = ready(engine.decode_kernel, (P, codes, out))
+    if now:
         engine.decode_kernel(P, codes, out)
         return out
     return vec.decode(P, codes)
