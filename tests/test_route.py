@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lowprec._kernels import _cache, convert, engine, route, sr, vec
-from lowprec._kernels.params import RNE, STOCHASTIC, format_params
+from lowprec._kernels.params import RNE, RTZ, STOCHASTIC, format_params
 from lowprec.formats import FloatFormat, get_format, list_formats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +87,98 @@ def test_the_routing_table_names_the_kernel_of_every_format_mode_and_dtype() -> 
                 (fmt.name, mode, is64, codes, saturate, ftz)
             rows += 1
     assert rows == len(list_formats()) * 7 * 16
+
+
+# The arithmetic rows, from the rules of docs/arithmetic.md: add/sub/mul try the
+# fused arith32 pass first in the deterministic modes for every format but fp32,
+# e8m0 and ue5m3; the result is otherwise computed in float64 and rounded once by
+# encode (its float64 -> codes kernels of the table above): exactly for the sums
+# of fp16 and every 8/6/4-bit signed format and for the products of every signed
+# format with subnormals, rounded to odd by TwoSum for the sums of bf16/tf32/fp32
+# and by fma_odd/div_sqrt_odd for fma, div and sqrt; stochastic sums of
+# bf16/tf32/fp32, flags=True and the formats without float64 route (e8m0: no
+# subnormals, ue5m3: unsigned) take the integer kernel, whose stochastic div, sqrt
+# and fma go through its fast pass first. float32 operands are checked by the
+# float32 -> codes kernel rounding toward zero (where the table has one), the
+# others by arith.to_code_kernel.
+ARITH_OPS = ("add", "sub", "mul", "div", "sqrt", "fma")
+NO_FUSED = {"fp32", "e8m0", "ue5m3"}
+NO_FLOAT64 = {"e8m0", "ue5m3"}
+WIDE_SUMS = {"bf16", "tf32", "fp32"}
+
+
+def _expected_arith(name: str, mode: int, op: str, is64: bool, flags: bool,
+                    saturate: bool, ftz: bool) -> tuple[str, ...]:
+    stochastic = mode == STOCHASTIC
+    names: list[str] = []
+    if not flags and not stochastic and op in ("add", "sub", "mul") and name not in NO_FUSED:
+        names.append(f"arith32._KERNELS[({2 if op == 'mul' else 0}, {mode}, ")  # a prefix
+    float32_check = not is64 and name not in ("fp32", "ue5m3")
+    names.append(_expected(name, RTZ, False, True, False, False)[0] if float32_check
+                 else "arith.to_code_kernel")
+    integer = ("arith_fast.sr_fast_pass", "arith.op_kernel") if (
+        stochastic and op in ("div", "sqrt", "fma")) else ("arith.op_kernel",)
+    if flags or name in NO_FLOAT64:
+        return (*names, *integer)
+    encode = _expected(name, mode, True, True, saturate, ftz)
+    if op in ("add", "sub") and name in WIDE_SUMS:
+        return (*names, *integer) if stochastic else (*names, "arith_fast.fma_odd_kernel", *encode)
+    if op in ("add", "sub", "mul"):
+        return (*names, *encode)
+    if stochastic:
+        return (*names, *integer)
+    odd = "arith_fast.fma_odd_kernel" if op == "fma" else "arith_fast.div_sqrt_odd_kernel"
+    return (*names, odd, *encode)
+
+
+def test_the_routing_table_names_the_route_of_every_arithmetic_operation() -> None:
+    from lowprec._kernels import route_arith
+
+    rows = 0
+    for fmt in list_formats():
+        for mode, is64, i, flags, limits in itertools.product(
+                range(7), (False, True), range(6), (False, True), (False, True)):
+            want = _expected_arith(fmt.name, mode, ARITH_OPS[i], is64, flags, limits, limits)
+            got = route_arith.serving_arith(fmt, mode, i, is64, limits, limits, flags)
+            what = (fmt.name, mode, ARITH_OPS[i], is64, flags, limits)
+            assert len(got) == len(want), (what, got, want)
+            assert all(g == w or (w.endswith(", ") and g.startswith(w))
+                       for g, w in zip(got, want)), (what, got, want)
+            rows += 1
+    assert rows == len(list_formats()) * 7 * 2 * 6 * 4
+
+
+@pytest.mark.parametrize("final, op, fmt, mode", [
+    ("integer", "add", "bf16", "stochastic"), ("integer_sr", "div", "fp16", "stochastic"),
+    ("div_sqrt_odd", "sqrt", "bf16", "rtz"), ("fma_odd", "fma", "fp8_e4m3", "rup"),
+    ("twosum_odd", "sub", "fp32", "rne"), ("float64", "mul", "fp32", "rdown"),
+    ("float64", "add", "fp16", "rtz")])
+def test_lowprec_arith_runs_the_route_the_router_names(monkeypatch: pytest.MonkeyPatch,
+                                                       final: str, op: str, fmt: str,
+                                                       mode: str) -> None:
+    # lowprec.arith asks the router: the kernel of the route named runs, the others do not.
+    import lowprec as lp
+    from lowprec._kernels import params, route_arith
+
+    f = get_format(fmt)
+    i, m = ARITH_OPS.index(op), params.MODE_INT[mode]
+    assert route_arith.arith_route(f, m, i, False, False, False, False).final == final
+    ran: list[str] = []
+    for attr in ("op_kernel", "sr_kernel", "fma_odd", "div_sqrt_odd_kernel"):
+        real = getattr(route_arith, attr)
+        monkeypatch.setattr(route_arith, attr,
+                            lambda *a, _r=real, _n=attr: (ran.append(_n), _r(*a))[1])
+    x = lp.round_to(np.linspace(0.25, 3.0, 50), f)
+    args = (x,) if op == "sqrt" else (x, x[::-1]) if op != "fma" else (x, x[::-1], x)
+    want = getattr(lp, op)(*args, f, mode, rng=1 if mode == "stochastic" else None,
+                           flags=True)[0]
+    ran.clear()
+    got = getattr(lp, op)(*args, f, mode, rng=1 if mode == "stochastic" else None)
+    assert np.array_equal(got, want)
+    expect = {"integer": {"op_kernel"}, "integer_sr": {"sr_kernel"}, "float64": set(),
+              "div_sqrt_odd": {"div_sqrt_odd_kernel"}, "fma_odd": {"fma_odd"},
+              "twosum_odd": {"fma_odd"}}[final]
+    assert set(ran) == expect, ran
 
 
 def test_public_modules_ask_the_router_and_import_no_twin() -> None:

@@ -357,7 +357,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
     ``module.attribute`` or ``module.TABLE[key]`` (``.addition``/``.integer``)."""
     from numba.core.registry import CPUDispatcher
 
-    from . import amd, arith, blocks, convert, engine, fast, gemm, recipe
+    from . import amd, arith, arith_fast, blocks, convert, engine, fast, gemm, recipe
 
     names: dict[int, str] = {}
     kernels: dict[str, Any] = {}
@@ -368,7 +368,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
             kernels[name] = d
 
     for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks, recipe,
-                   gemm, arith, amd):
+                   gemm, arith, arith_fast, amd):
         short = module.__name__.rsplit(".", 1)[1]
         for attr, value in vars(module).items():
             add(value, f"{short}.{attr}")
