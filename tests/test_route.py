@@ -86,6 +86,9 @@ def test_the_routing_table_names_the_kernel_of_every_format_mode_and_dtype() -> 
             assert route.serving(fmt, mode, is64, codes, saturate, ftz) == want, \
                 (fmt.name, mode, is64, codes, saturate, ftz)
             rows += 1
+        # the block quantizers' float32 passes: a bits32 kernel, from float32 and float64
+        assert route.takes_bits32(fmt) == route.takes_bits32(fmt, True) == \
+            (fmt.name not in ("fp32", "ue5m3")), fmt.name
     assert rows == len(list_formats()) * 7 * 16
 
 

@@ -48,7 +48,7 @@ from . import bits32, bits32_direct, odd64, pow2
 from .params import STOCHASTIC
 
 __all__ = ["Cold", "background", "call", "decode", "fast_path", "kernel_for", "kernel_name", "kind", "ready",
-           "serving", "serving_mfma", "wait"]
+           "serving", "serving_mfma", "takes_bits32", "wait"]
 
 
 # ------------------------------------------------------------ which kernel
@@ -78,6 +78,18 @@ def fast_path(fmt: Any, is64: bool, same_type: bool, ftz: bool) -> str:
             and (fmt.emin == -126 or fmt.smallest_subnormal_exponent >= -126)):
         return "vec32"
     return "scalar"
+
+
+def takes_bits32(fmt: Any, is64: bool = False) -> bool:
+    """Whether a conversion of float32 into ``fmt`` (of float64, ``is64``: through
+    float32 rounded to odd) takes one of :func:`kernel_for`'s float32-bits kernels
+    (the block quantizers' float32 passes call them).
+
+    >>> from lowprec import get_format
+    >>> takes_bits32(get_format("fp4_e2m1")), takes_bits32(get_format("ue5m3"))
+    (True, False)
+    """
+    return fast_path(fmt, is64, True, False) == ("odd64" if is64 else "bits32")
 
 
 def kind(fmt: Any, is64: bool, same_type: bool, ftz: bool, mode: int, path: str) -> str:
