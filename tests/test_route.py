@@ -184,6 +184,31 @@ def test_lowprec_arith_runs_the_route_the_router_names(monkeypatch: pytest.Monke
     assert set(ran) == expect, ran
 
 
+# The kernels without a numpy twin (compiled in place), by the model or pass they serve.
+COMPILED = {"exact": "matmul.exact_kernel", "unpack": "matmul.unpack_matrix",
+            "sequential": "matmul.sequential_kernel", "sequential_fast": "matmul.sequential_fast",
+            "pairwise": "matmul.pairwise_kernel", "blocked": "matmul.blocked_kernel",
+            "tensor_core": "matmul.tensor_core_kernel", "tensor_core_grid": "tc_fast.tc_grid",
+            "block_mma": "blockmma.block_mma_kernel"}
+
+
+def test_the_router_names_the_kernels_without_a_twin() -> None:
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    from lowprec._kernels import route_compiled
+
+    assert set(route_compiled.ROUTES) == set(COMPILED)
+    for name, where in COMPILED.items():
+        module, attr = where.split(".")
+        want = getattr(importlib.import_module(f"lowprec._kernels.{module}"), attr)
+        assert route_compiled.kernel(name) is want, name
+        assert isinstance(want, CPUDispatcher) or name == "tensor_core_grid"  # a driver
+    with pytest.raises(KeyError, match="routes: block_mma"):
+        route_compiled.kernel("sequentail")
+
+
 def test_public_modules_ask_the_router_and_import_no_twin() -> None:
     # Outside _kernels/, rounding's verbs name no fast twin: they ask route.
     text = (ROOT / "lowprec" / "rounding.py").read_text()
