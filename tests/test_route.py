@@ -189,7 +189,9 @@ COMPILED = {"exact": "matmul.exact_kernel", "unpack": "matmul.unpack_matrix",
             "sequential": "matmul.sequential_kernel", "sequential_fast": "matmul.sequential_fast",
             "pairwise": "matmul.pairwise_kernel", "blocked": "matmul.blocked_kernel",
             "tensor_core": "matmul.tensor_core_kernel", "tensor_core_grid": "tc_fast.tc_grid",
-            "block_mma": "blockmma.block_mma_kernel"}
+            "block_mma": "blockmma.block_mma_kernel", "inspect_measure": "inspect_stats.measure_pass",
+            "inspect_fields": "inspect_stats.field_counts",
+            "inspect_amax": "inspect_stats.finite_amax"}
 
 
 def test_the_router_names_the_kernels_without_a_twin() -> None:

@@ -1,11 +1,12 @@
 """The router of the compiled kernels that have no numpy twin: the accumulation
-models of ``lowprec.matmul`` and ``lowprec.blockmma``. A first call of one compiles
-it in place.
+models of ``lowprec.matmul`` and ``lowprec.blockmma``, and the measuring pass of
+``lowprec.inspect``. A first call of one compiles it in place.
 
 The accumulation models have no numpy twin because one in numpy would take
 minutes on a matrix the kernels take a second for; the bit-exact references they
 are tested against are the Fraction sums and MMA-Sim's vectors of ``tests/``.
-Which model a call takes is the caller's argument; the router
+The measuring pass counts and sums (``tests/test_inspect*.py`` check it against
+numpy's counts). Which model a call takes is the caller's argument; the router
 names the kernel for it, looked up once in a dict.
 
 >>> kernel("tensor_core_grid").__name__
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import blockmma, matmul, tc_fast
+from . import blockmma, inspect_stats, matmul, tc_fast
 
 __all__ = ["ROUTES", "kernel"]
 
@@ -33,6 +34,9 @@ ROUTES: dict[str, tuple[Any, str]] = {
     "tensor_core": (matmul, "tensor_core_kernel"),  # NVIDIA/Promote models, any pairs
     "tensor_core_grid": (tc_fast, "tc_grid"),  # the same on a full A @ B of finite inputs
     "block_mma": (blockmma, "block_mma_kernel"),  # the block-scaled MMA (MX, NVFP4)
+    "inspect_measure": (inspect_stats, "measure_pass"),  # inspect's counts and block sums
+    "inspect_fields": (inspect_stats, "field_counts"),  # exponent fields of a float array
+    "inspect_amax": (inspect_stats, "finite_amax"),  # the largest finite |x|
 }
 
 _FOUND: dict[str, Any] = {}
