@@ -211,11 +211,93 @@ def test_the_router_names_the_kernels_without_a_twin() -> None:
         route_compiled.kernel("sequentail")
 
 
-def test_public_modules_ask_the_router_and_import_no_twin() -> None:
-    # Outside _kernels/, rounding's verbs name no fast twin: they ask route.
-    text = (ROOT / "lowprec" / "rounding.py").read_text()
-    imports = [line for line in text.splitlines() if "_kernels" in line and "import" in line]
-    assert imports == ["from ._kernels import convert, params, route, sr, vec"]
+# Outside _kernels/, a module imports only these of lowprec._kernels (docs/kernels.md,
+# "Who may import what"): the routers; the entry points that ask the router
+# themselves and hold the numpy twin that answers while a kernel compiles (convert,
+# blocks, recipe, gemm, amd); the reference (engine, vec); and the plumbing without a
+# kernel of its own to pick (params: constants and format parameters; sr: SR_BLOCK,
+# the block of the random-word stream seeds are drawn for; _cache: the cache folder).
+ALLOWED = {"route", "route_arith", "route_compiled", "convert", "blocks", "recipe", "gemm",
+           "amd", "engine", "vec", "params", "sr", "_cache"}
+#: The twins (and their parts): reached through a router only.
+TWINS = {"arith", "arith32", "arith_fast", "bits32", "bits32_direct", "blockmma",
+         "direct_params", "direct_round", "fast", "inspect_stats", "matmul", "memory", "odd64",
+         "pow2", "tc_fast", "u32"}
+
+
+def kernel_imports(path: Path, package: Path = ROOT / "lowprec") -> list[tuple[int, str]]:
+    """(line, module of lowprec._kernels) for every import of one in ``path``, relative
+    or absolute, inside functions included (``from .._kernels import a as b``,
+    ``from ._kernels.a import f``, ``import lowprec._kernels.a``)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = ["lowprec", *path.relative_to(package).with_suffix("").parts[:-1]]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            target = [*base, *(node.module or "").split(".")] if node.module else base
+            if target == ["lowprec"]:  # the package itself, then any of its modules
+                found += [(node.lineno, a.name) for a in node.names if a.name == "_kernels"]
+            elif target[:2] == ["lowprec", "_kernels"]:
+                if len(target) > 2:
+                    found.append((node.lineno, target[2]))
+                else:
+                    found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name.split(".")[2]) for a in node.names
+                      if a.name.startswith("lowprec._kernels.")]
+    return found
+
+
+def test_no_module_outside_the_kernels_imports_a_twin() -> None:
+    package = ROOT / "lowprec"
+    kernels = package / "_kernels"
+    # every module of _kernels is one or the other, so a new one must be placed
+    names = {p.stem for p in kernels.glob("*.py") if p.stem != "__init__"}
+    assert names == ALLOWED | TWINS, names ^ (ALLOWED | TWINS)
+    assert not ALLOWED & TWINS
+    bad, seen = [], set()
+    for path in sorted(package.rglob("*.py")):
+        if kernels in path.parents:
+            continue
+        for line, name in kernel_imports(path, package):
+            seen.add(name)
+            if name not in ALLOWED:
+                bad.append(f"{path.relative_to(package)}:{line} imports _kernels.{name}")
+    assert bad == []
+    assert {"route", "route_arith", "route_compiled", "convert"} <= seen  # the check sees imports
+
+
+def test_every_numba_kernel_lives_under_the_kernels() -> None:
+    # Outside _kernels/ numba is imported only to listen to its compile events
+    # (lowprec warmup's progress), never to compile a kernel.
+    import ast
+
+    package = ROOT / "lowprec"
+    used = set()
+    for path in sorted(package.rglob("*.py")):
+        if package / "_kernels" in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            used |= {(path.relative_to(package).as_posix(), n) for n in names
+                     if n.split(".")[0] == "numba"}
+    assert used == {("commands/_compiling.py", "numba.core")}, used
+
+
+def test_the_import_check_sees_a_planted_twin(tmp_path: Path) -> None:
+    pkg = tmp_path / "lowprec" / "sub"
+    pkg.mkdir(parents=True)
+    planted = pkg / "mod.py"
+    planted.write_text("from .._kernels import route, bits32 as b\n"
+                       "def f():\n    from .._kernels.odd64 import supports\n"
+                       "import lowprec._kernels.fast\nfrom lowprec._kernels import tc_fast\n"
+                       "from ..other import _kernels\nfrom .. import _kernels, formats\n")
+    assert sorted(kernel_imports(planted, tmp_path / "lowprec")) == [
+        (1, "bits32"), (1, "route"), (3, "odd64"), (4, "fast"), (5, "tc_fast"), (7, "_kernels")]
 
 
 # ------------------------------------------------- twins against the reference
