@@ -787,6 +787,10 @@ def test_arithmetic_kernels_made_on_demand_have_names_the_compiler_process_finds
         assert name.startswith("arith32._KERNELS[(")
         assert route._kernel_named(name) is k
     assert route._kernel_named(route.kernel_name(arith.to_code_kernel)) is arith.to_code_kernel
+    from lowprec._kernels import arith_fast  # the float64 routes' kernels, asked cold too
+
+    for k in (arith_fast.fma_odd_kernel, arith_fast.div_sqrt_odd_kernel):
+        assert route._kernel_named(route.kernel_name(k)) is k
 
 
 @pytest.mark.parametrize("rdown", [False, True])
