@@ -11,7 +11,8 @@ directed and odd modes and for ``fma``. Faster routes give the same results bit
 for bit: ``add``, ``sub`` and ``mul`` in the deterministic modes take one compiled
 pass that rounds a float32 intermediate rounded *to odd* once
 (``lowprec/_kernels/arith32.py`` says why that is exact); the others round
-float64 results rounded to odd (:func:`_float64_is_exact`).
+float64 results rounded to odd. Which route serves a call is the router's
+decision (``lowprec/_kernels/route_arith.py``, :func:`arith_route`).
 
 >>> import lowprec as lp
 >>> float(lp.add(1.0, 2.0**-11, "fp16"))          # a tie: to even
@@ -59,7 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import arith, arith32, arith_fast, bits32, bits32_direct, convert, params, route, sr
+from ._kernels import params, route, sr
+from ._kernels import route_arith as arith
 from ._runtime import (
     _CHUNK,
     _as_float_array,
@@ -104,8 +106,9 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
         return arr.view(fmt.code_dtype).astype(np.int64), "own"
     values, _ = _as_float_array(arr, f"operand {name}")
     kind = "f32" if values.dtype == np.float32 else "other"
-    if kind == "f32" and bits32.supports(fmt):
-        got = _float32_operand_codes(values, fmt, name)
+    check = arith.operand_kernel(fmt) if kind == "f32" else None
+    if check is not None:
+        got = _float32_operand_codes(values, fmt, name, check)
         if got is not None:
             return got, kind
     flat = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
@@ -125,8 +128,8 @@ def _operand_codes(x: Any, fmt: FloatFormat, name: str, codes: bool) -> tuple[np
     return out.reshape(values.shape), kind
 
 
-def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat,
-                           name: str) -> np.ndarray | None:
+def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat, name: str,
+                           check: tuple[Any, np.ndarray]) -> np.ndarray | None:
     """Codes of a float32 operand through the bits32 kernel (vectorised), with
     the checks of ``arith.to_code_kernel``: a value is one when its code decodes
     back to it (-0.0 is 0 in formats without negative zero), a NaN when
@@ -136,7 +139,7 @@ def _float32_operand_codes(values: np.ndarray, fmt: FloatFormat,
     has it compiled in the background; the float64 check answers meanwhile)."""
     flat = np.ascontiguousarray(values).reshape(-1)
     codes = np.empty(flat.shape, fmt.code_dtype)
-    kernel, q = convert.kernel_for(fmt, params.RTZ, False, False, True)
+    kernel, q = check  # the float32 conversion to codes, rounding toward zero
     args = (q, flat, np.empty(0, np.uint64), codes)
     if not route.ready(kernel, args):
         return None  # compiling in the background: the float64 check meanwhile
@@ -167,18 +170,19 @@ def _apply(op: int, operands: tuple, fmt: Any, mode: str, saturate: bool, subnor
     gen = _get_rng(rng) if stochastic else None
     names = "abc"
     scalar = all(np.ndim(x) == 0 and not isinstance(x, np.ndarray) for x in operands)
-    if (op in (arith.ADD, arith.SUB, arith.MUL) and not (codes or flags or stochastic)
-            and arith32.supports(fmt)):
+    how = arith.arith_route(fmt, params.MODE_INT[mode], op, bool(saturate), not subnormals,
+                            bool(codes), bool(flags))
+    if how.fused:
         fused = _fused(op, operands, fmt, mode, saturate, subnormals, into)
         if fused is not None:
             return fused[()] if scalar and into is None else fused
     converted = [_operand_codes(x, fmt, names[i], codes) for i, x in enumerate(operands)]
     shape = np.broadcast_shapes(*(c.shape for c, _ in converted))
-    if not (codes or flags) and _float64_is_exact(op, fmt, mode):
-        out = _via_float64(op, operands, fmt, mode, saturate, subnormals, gen)
+    if how.final in arith.FLOAT64_ROUTES:
+        out = _via_float64(how.final, op, operands, fmt, mode, saturate, subnormals, gen)
     else:
-        out = _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, gen,
-                          len(operands))
+        out = _via_kernel(how.final, op, converted, shape, fmt, mode, saturate, subnormals,
+                          flags, gen, len(operands))
     kinds = {k for _, k in converted}
     flag_arr = np.zeros(0, dtype=np.uint8)
     if flags:
@@ -250,11 +254,8 @@ def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool
             or any(np.may_share_memory(result, x) for x in flat)):
         target = np.empty(shape, np.float32 if dtype == np.float64 else dtype)
     out = target.reshape(-1).view(store)
-    m = params.MODE_INT[mode]
-    kernel = arith32.kernel_for(arith.MUL if op == arith.MUL else arith.ADD, fmt, m)
-    q = bits32_direct.params_array(fmt, m, saturate, not subnormals)
-    qc = bits32_direct.params_array(fmt, params.RTZ, False, False)
-    dq = arith32.decode_params(fmt)
+    kernel, q, qc, dq = arith.fused_kernel(op, fmt, params.MODE_INT[mode], saturate,
+                                           not subnormals)
     neg_b = 0x80000000 if op == arith.SUB else 0
     a, b = flat
 
@@ -273,42 +274,14 @@ def _fused(op: int, operands: tuple, fmt: FloatFormat, mode: str, saturate: bool
 
 
 
-def _float64_is_exact(op: int, fmt: FloatFormat, mode: str) -> bool:
-    """Whether float64 holds the exact result of ``op`` on any two values of fmt.
-
-    A sum of two values is a multiple of the smallest subnormal 2**s below
-    2**(emax + 2): it needs emax + 2 - s <= 53 bits (fp16: 41, every 8/6/4-bit
-    format; not bf16, tf32, fp32). A product of two p-bit significands has
-    <= 2p <= 48 bits, and its exponent stays in float64's normal range.
-    Quotients and roots are not exact in float64, but rounded to odd there
-    (``arith_fast.div_sqrt_odd_kernel``) they round like the exact value in every
-    deterministic mode; so do the sums of bf16, tf32 and fp32 values, rounded
-    to odd with TwoSum's exact error (``arith_fast.fma_odd_kernel`` with b = 1).
-    """
-    if not (fmt.signed and fmt.has_subnormals):
-        return False
-    s = fmt.smallest_subnormal_exponent
-    if op in (arith.ADD, arith.SUB):
-        return _sum_is_exact(fmt) or (mode != "stochastic" and fmt.mantissa_bits <= 23)
-    if op == arith.MUL:
-        return 2 * s >= -1022 and 2 * (fmt.emax + 1) <= 1023
-    if op in (arith.DIV, arith.SQRT, arith.FMA):  # round to odd in float64
-        return mode != "stochastic" and fmt.mantissa_bits <= 23 and (
-            2 * s >= -900 and 2 * (fmt.emax + 1) <= 900)
-    return False
-
-
-def _sum_is_exact(fmt: FloatFormat) -> bool:
-    """Whether float64 holds every sum of two values of ``fmt`` exactly."""
-    return fmt.emax + 2 - fmt.smallest_subnormal_exponent <= 53
-
-
-def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarray:
-    """Codes of ``op`` computed exactly in float64 (see :func:`_float64_is_exact`)
-    and rounded once by the engine (``encode``, its fast path). IEEE float64
-    arithmetic gives the right infinities, NaNs and signs of zero -- except that
-    an exact zero sum is -0 when rounding down (unless both terms are +0)."""
-    if op in (arith.ADD, arith.SUB) and not _sum_is_exact(fmt):
+def _via_float64(how, op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarray:
+    """Codes of ``op`` computed in float64 by the route ``how`` (``float64``:
+    exactly; ``twosum_odd``, ``fma_odd``, ``div_sqrt_odd``: rounded to odd; see
+    ``_kernels/route_arith.py``) and rounded once by the engine (``encode``, its
+    fast path). IEEE float64 arithmetic gives the right infinities, NaNs and signs
+    of zero -- except that an exact zero sum is -0 when rounding down (unless both
+    terms are +0)."""
+    if how == "twosum_odd":
         # a + b = fma(a, 1, b): the sum rounded to odd in float64.
         a, b = operands
         operands = (a, 1.0, np.negative(b) if op == arith.SUB else b)
@@ -320,9 +293,9 @@ def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarr
                 np.ascontiguousarray(np.broadcast_to(v, shape)).reshape(-1) for v in xs]
         r = np.empty(shape, dtype=np.float64)
         if op == arith.FMA:
-            arith_fast.fma_odd(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
+            arith.fma_odd(flat[0], flat[1], flat[2], mode == "rdown", r.reshape(-1))
         else:
-            arith_fast.div_sqrt_odd_kernel(op == arith.SQRT, flat[0], flat[-1], r.reshape(-1))
+            arith.div_sqrt_odd_kernel(op == arith.SQRT, flat[0], flat[-1], r.reshape(-1))
         return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals))
     x, y = (np.asarray(v, dtype=np.float64) for v in operands)
     with np.errstate(all="ignore"):
@@ -338,8 +311,9 @@ def _via_float64(op, operands, fmt, mode, saturate, subnormals, gen) -> np.ndarr
     return np.asarray(encode(r, fmt, mode, saturate=saturate, subnormals=subnormals, rng=gen))
 
 
-def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, gen, arity):
-    """Codes (and flags) of ``op`` from the compiled integer kernel."""
+def _via_kernel(how, op, converted, shape, fmt, mode, saturate, subnormals, flags, gen, arity):
+    """Codes (and flags) of ``op`` from the compiled integer kernel (the route
+    ``how``: ``integer``, or ``integer_sr``, its faster stochastic div/sqrt/fma)."""
     stochastic = mode == "stochastic"
     n = int(np.prod(shape))
     flat = []
@@ -362,12 +336,12 @@ def _via_kernel(op, converted, shape, fmt, mode, saturate, subnormals, flags, ge
     def run(start: int, stop: int, seeds: np.ndarray) -> tuple[int, int]:
         part = [x if x.shape[0] == 1 else x[start:stop] for x in (a, b, c)]
         fl = flag_arr[start:stop] if flags else flag_arr
-        if stochastic and op in (arith.DIV, arith.SQRT, arith.FMA):
-            # The same results as op_kernel, without its digit loops (arith_fast.sr_kernel).
-            return arith_fast.sr_kernel(P, op, part[0], part[1], part[2], saturate, not subnormals,
+        if how == "integer_sr":
+            # The same results as op_kernel, without its digit loops (route "integer_sr").
+            return arith.sr_kernel(P, op, part[0], part[1], part[2], saturate, not subnormals,
                                     seeds, out[start:stop], fl, flags), 0
         # Stochastic: the words round_to would use for the same elements and seed.
-        rnd = sr.sr_expand(seeds, stop - start) if seeds.shape[0] else seeds
+        rnd = arith.sr_expand(seeds, stop - start) if seeds.shape[0] else seeds
         bad = arith.op_kernel(P, op, part[0], part[1], part[2], m, saturate, not subnormals,
                                rnd, out[start:stop], fl, flags)
         return bad, 0

@@ -39,8 +39,7 @@ from typing import Any
 import numpy as np
 
 from ._kernels import params
-from ._kernels.blockmma import block_mma_kernel
-from ._kernels.matmul import unpack_matrix
+from ._kernels.route_compiled import kernel
 from ._runtime import _threads
 from .formats import FloatFormat, get_format
 from .rounding import check_mode, decode, encode
@@ -81,7 +80,7 @@ def _operand(q: Any, name: str, k_axis: int) -> dict[str, Any]:
 def _unpack(codes: np.ndarray, fmt: FloatFormat) -> tuple[np.ndarray, ...]:
     c = np.ascontiguousarray(codes, dtype=np.int64)
     sig, exp = np.empty(c.shape, np.int64), np.empty(c.shape, np.int64)
-    unpack_matrix(params.format_params(fmt), c, sig, exp)
+    kernel("unpack")(params.format_params(fmt), c, sig, exp)
     nom = np.maximum(exp + fmt.mantissa_bits, fmt.emin)
     vals = decode(codes.astype(fmt.code_dtype), fmt)
     spec = np.zeros(c.shape, np.int64)
@@ -100,7 +99,7 @@ def _scales(op: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return sig, exp, exp.copy()
     mag = codes & 0x7F  # UE4M3: the sign bit is ignored (MMA-Sim takes |scale|)
     sig, exp = np.empty(mag.shape, np.int64), np.empty(mag.shape, np.int64)
-    unpack_matrix(params.format_params(_E4M3), mag, sig, exp)
+    kernel("unpack")(params.format_params(_E4M3), mag, sig, exp)
     nom = np.where(sig == 0, -(1 << 30), np.maximum(exp + 3, _E4M3.emin))  # 0: no part
     sig = np.where(mag == 0x7F, -1, sig)
     return sig, exp, nom
@@ -163,7 +162,7 @@ def block_scaled_matmul(qa: Any, qb: Any, c: Any = None, *, model: Any = "b200",
     cuts = [n_out * t // nt for t in range(nt + 1)]
 
     def run(t: int) -> None:
-        block_mma_kernel(Pc, asig, aexp, anom, bsig, bexp, bnom, aspec, bspec, sa_sig, sa_exp,
+        kernel("block_mma")(Pc, asig, aexp, anom, bsig, bexp, bnom, aspec, bspec, sa_sig, sa_exp,
                          sa_nom, sb_sig, sb_exp, sb_nom, block,
                          kind, k_instr, frac, ia, ib, cc, cuts[t], cuts[t + 1], out)
 

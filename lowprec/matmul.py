@@ -49,9 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import matmul as K
 from ._kernels import params
-from ._kernels.tc_fast import tc_grid
+from ._kernels.route_compiled import kernel as K
 from ._names import did_you_mean
 from ._runtime import _threads
 from .amd import MFMA, MFMA_MODELS, get_mfma
@@ -273,27 +272,27 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
         base = 2 * (fin.emin - 2 * fin.mantissa_bits)
         top = 2 * (fin.emax + 1) + max(1, math.ceil(math.log2(max(k_len, 1)))) + 2
         nlimbs = (top - base) // 32 + 4
-        _run_rows(lambda n0, n1: K.exact_kernel(Pi, Po, ca, cb, ia, ib, m, n0, n1, out, base,
+        _run_rows(lambda n0, n1: K("exact")(Pi, Po, ca, cb, ia, ib, m, n0, n1, out, base,
                                                 nlimbs), n_out)
         return out
     asig, aexp = np.empty(ca.shape, np.int64), np.empty(ca.shape, np.int64)
     bsig, bexp = np.empty(cb.shape, np.int64), np.empty(cb.shape, np.int64)
-    special = K.unpack_matrix(Pi, ca, asig, aexp) | K.unpack_matrix(Pi, cb, bsig, bexp)
+    special = K("unpack")(Pi, ca, asig, aexp) | K("unpack")(Pi, cb, bsig, bexp)
     if isinstance(mdl, (Sequential, Blocked)) and not special and _float64_exact(fin, facc):
         kb = mdl.k_block if isinstance(mdl, Blocked) else max(k_len, 1)
         af, bf = decode(ca.astype(fin.code_dtype), fin), decode(cb.astype(fin.code_dtype), fin)
         cc = c_codes(facc)
-        _run_rows(lambda n0, n1: K.sequential_fast(Pa, Po, af, bf, ia, ib, cc, m, n0, n1, out,
+        _run_rows(lambda n0, n1: K("sequential_fast")(Pa, Po, af, bf, ia, ib, cc, m, n0, n1, out,
                                                    _zero(facc), kb), n_out)
     elif isinstance(mdl, Sequential):
         cc = c_codes(facc)
-        _run_rows(lambda n0, n1: K.sequential_kernel(Pi, Pa, Po, ca, cb, ia, ib, cc, m, n0, n1,
+        _run_rows(lambda n0, n1: K("sequential")(Pi, Pa, Po, ca, cb, ia, ib, cc, m, n0, n1,
                                                      out), n_out)
     elif isinstance(mdl, Pairwise):
-        _run_rows(lambda n0, n1: K.pairwise_kernel(Pi, Pa, Po, ca, cb, ia, ib, m, n0, n1, out,
+        _run_rows(lambda n0, n1: K("pairwise")(Pi, Pa, Po, ca, cb, ia, ib, m, n0, n1, out,
                                                    _zero(facc)), n_out)
     elif isinstance(mdl, Blocked):
-        _run_rows(lambda n0, n1: K.blocked_kernel(Pi, Pa, Po, ca, cb, ia, ib, m, n0, n1, out,
+        _run_rows(lambda n0, n1: K("blocked")(Pi, Pa, Po, ca, cb, ia, ib, m, n0, n1, out,
                                                   _zero(facc), mdl.k_block), n_out)
     elif isinstance(mdl, (TensorCore, Architecture, Promote)):
         inner = (mdl.inner or H100) if isinstance(mdl, Promote) else mdl
@@ -311,9 +310,9 @@ def _accumulate(ca: np.ndarray, cb: np.ndarray, ia: np.ndarray, ib: np.ndarray,
         hw = params.MODE_INT[check_mode(tc.hw_mode)]
         if grid and not special and not tc.c_late and tc.frac_bits - 2 * fin.mantissa_bits <= 30 \
                 and fin.mantissa_bits <= 10 and tc.hw_mode in ("rtz", "rne"):
-            tc_grid(Pi, Pc, Ph, Pa, Po, fin, asig, aexp, bsig, bexp, cc, m, out, tc, every)
+            K("tensor_core_grid")(Pi, Pc, Ph, Pa, Po, fin, asig, aexp, bsig, bexp, cc, m, out, tc, every)
             return out
-        _run_rows(lambda n0, n1: K.tensor_core_kernel(
+        _run_rows(lambda n0, n1: K("tensor_core")(
             Pi, Pc, Ph, Pa, Po, ca, cb, asig, aexp, bsig, bexp, ia, ib, cc, special, m, n0, n1,
             out, tc.block, tc.frac_bits, hw, tc.c_late, every, _zero(mma)), n_out)
     else:

@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
-from ._kernels import bits32, convert, odd64, route
+from ._kernels import convert, route
 from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize, twos_complement
 from ._kernels.params import MODE_INT
 from ._names import did_you_mean
@@ -435,7 +435,7 @@ def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, r
     (float64, then rounded to odd in float32) otherwise, as the reference does."""
     elem = mxf.element
     wide = mode not in ("rne", "rna", "rtz")
-    if not bits32.supports(elem) or (wide and not odd64.supports(elem)):
+    if not route.takes_bits32(elem) or (wide and not route.takes_bits32(elem, True)):
         return None
     m = MODE_INT[mode]
     moved = np.moveaxis(arr, axis, -1)

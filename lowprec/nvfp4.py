@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 
 from . import _blocks
-from ._kernels import bits32, convert
+from ._kernels import convert, route
 from ._kernels.blocks import dequantize_blocks, nvfp4_block_amax, nvfp4_elements, nvfp4_ready
 from ._kernels.params import MODE_INT, STOCHASTIC
 from ._kernels.sr import SR_BLOCK
@@ -268,7 +268,7 @@ def quantize(
         s_dec = _F32(global_scale)
         if not (np.isfinite(s_dec) and s_dec > 0):
             raise ValueError(f"global_scale must be a positive finite float32, got {global_scale!r}")
-    if x32.size and bits32.supports(ELEMENT):
+    if x32.size and route.takes_bits32(ELEMENT):
         fast = _quantize_fast(x32, axis, block_size, mode, global_scale, rng, scale_format)
         if fast is not None:
             return fast
@@ -293,7 +293,7 @@ def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32,
     s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
     np.minimum(s_dec_b, _FLT_MAX, out=s_dec_b)
     fmt = SCALE_FORMATS[scale_format]
-    if not bits32.supports(fmt):
+    if not route.takes_bits32(fmt):
         return np.asarray(encode(s_dec_b, fmt, "rne", saturate=True), dtype=np.uint8)
     codes = np.empty(s_dec_b.shape, np.uint8)
     kernel, q = convert.kernel_for(fmt, MODE_INT["rne"], True, False, True)

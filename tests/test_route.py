@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from lowprec._kernels import _cache, convert, engine, route, sr, vec
-from lowprec._kernels.params import RNE, STOCHASTIC, format_params
+from lowprec._kernels.params import RNE, RTZ, STOCHASTIC, format_params
 from lowprec.formats import FloatFormat, get_format, list_formats
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,14 +86,218 @@ def test_the_routing_table_names_the_kernel_of_every_format_mode_and_dtype() -> 
             assert route.serving(fmt, mode, is64, codes, saturate, ftz) == want, \
                 (fmt.name, mode, is64, codes, saturate, ftz)
             rows += 1
+        # the block quantizers' float32 passes: a bits32 kernel, from float32 and float64
+        assert route.takes_bits32(fmt) == route.takes_bits32(fmt, True) == \
+            (fmt.name not in ("fp32", "ue5m3")), fmt.name
     assert rows == len(list_formats()) * 7 * 16
 
 
-def test_public_modules_ask_the_router_and_import_no_twin() -> None:
-    # Outside _kernels/, rounding's verbs name no fast twin: they ask route.
-    text = (ROOT / "lowprec" / "rounding.py").read_text()
-    imports = [line for line in text.splitlines() if "_kernels" in line and "import" in line]
-    assert imports == ["from ._kernels import convert, params, route, sr, vec"]
+# The arithmetic rows, from the rules of docs/arithmetic.md: add/sub/mul try the
+# fused arith32 pass first in the deterministic modes for every format but fp32,
+# e8m0 and ue5m3; the result is otherwise computed in float64 and rounded once by
+# encode (its float64 -> codes kernels of the table above): exactly for the sums
+# of fp16 and every 8/6/4-bit signed format and for the products of every signed
+# format with subnormals, rounded to odd by TwoSum for the sums of bf16/tf32/fp32
+# and by fma_odd/div_sqrt_odd for fma, div and sqrt; stochastic sums of
+# bf16/tf32/fp32, flags=True and the formats without float64 route (e8m0: no
+# subnormals, ue5m3: unsigned) take the integer kernel, whose stochastic div, sqrt
+# and fma go through its fast pass first. float32 operands are checked by the
+# float32 -> codes kernel rounding toward zero (where the table has one), the
+# others by arith.to_code_kernel.
+ARITH_OPS = ("add", "sub", "mul", "div", "sqrt", "fma")
+NO_FUSED = {"fp32", "e8m0", "ue5m3"}
+NO_FLOAT64 = {"e8m0", "ue5m3"}
+WIDE_SUMS = {"bf16", "tf32", "fp32"}
+
+
+def _expected_arith(name: str, mode: int, op: str, is64: bool, flags: bool,
+                    saturate: bool, ftz: bool) -> tuple[str, ...]:
+    stochastic = mode == STOCHASTIC
+    names: list[str] = []
+    if not flags and not stochastic and op in ("add", "sub", "mul") and name not in NO_FUSED:
+        names.append(f"arith32._KERNELS[({2 if op == 'mul' else 0}, {mode}, ")  # a prefix
+    float32_check = not is64 and name not in ("fp32", "ue5m3")
+    names.append(_expected(name, RTZ, False, True, False, False)[0] if float32_check
+                 else "arith.to_code_kernel")
+    integer = ("arith_fast.sr_fast_pass", "arith.op_kernel") if (
+        stochastic and op in ("div", "sqrt", "fma")) else ("arith.op_kernel",)
+    if flags or name in NO_FLOAT64:
+        return (*names, *integer)
+    encode = _expected(name, mode, True, True, saturate, ftz)
+    if op in ("add", "sub") and name in WIDE_SUMS:
+        return (*names, *integer) if stochastic else (*names, "arith_fast.fma_odd_kernel", *encode)
+    if op in ("add", "sub", "mul"):
+        return (*names, *encode)
+    if stochastic:
+        return (*names, *integer)
+    odd = "arith_fast.fma_odd_kernel" if op == "fma" else "arith_fast.div_sqrt_odd_kernel"
+    return (*names, odd, *encode)
+
+
+def test_the_routing_table_names_the_route_of_every_arithmetic_operation() -> None:
+    from lowprec._kernels import route_arith
+
+    rows = 0
+    for fmt in list_formats():
+        for mode, is64, i, flags, limits in itertools.product(
+                range(7), (False, True), range(6), (False, True), (False, True)):
+            want = _expected_arith(fmt.name, mode, ARITH_OPS[i], is64, flags, limits, limits)
+            got = route_arith.serving_arith(fmt, mode, i, is64, limits, limits, flags)
+            what = (fmt.name, mode, ARITH_OPS[i], is64, flags, limits)
+            assert len(got) == len(want), (what, got, want)
+            assert all(g == w or (w.endswith(", ") and g.startswith(w))
+                       for g, w in zip(got, want)), (what, got, want)
+            rows += 1
+    assert rows == len(list_formats()) * 7 * 2 * 6 * 4
+
+
+@pytest.mark.parametrize("final, op, fmt, mode", [
+    ("integer", "add", "bf16", "stochastic"), ("integer_sr", "div", "fp16", "stochastic"),
+    ("div_sqrt_odd", "sqrt", "bf16", "rtz"), ("fma_odd", "fma", "fp8_e4m3", "rup"),
+    ("twosum_odd", "sub", "fp32", "rne"), ("float64", "mul", "fp32", "rdown"),
+    ("float64", "add", "fp16", "rtz")])
+def test_lowprec_arith_runs_the_route_the_router_names(monkeypatch: pytest.MonkeyPatch,
+                                                       final: str, op: str, fmt: str,
+                                                       mode: str) -> None:
+    # lowprec.arith asks the router: the kernel of the route named runs, the others do not.
+    import lowprec as lp
+    from lowprec._kernels import params, route_arith
+
+    f = get_format(fmt)
+    i, m = ARITH_OPS.index(op), params.MODE_INT[mode]
+    assert route_arith.arith_route(f, m, i, False, False, False, False).final == final
+    ran: list[str] = []
+    for attr in ("op_kernel", "sr_kernel", "fma_odd", "div_sqrt_odd_kernel"):
+        real = getattr(route_arith, attr)
+        monkeypatch.setattr(route_arith, attr,
+                            lambda *a, _r=real, _n=attr: (ran.append(_n), _r(*a))[1])
+    x = lp.round_to(np.linspace(0.25, 3.0, 50), f)
+    args = (x,) if op == "sqrt" else (x, x[::-1]) if op != "fma" else (x, x[::-1], x)
+    want = getattr(lp, op)(*args, f, mode, rng=1 if mode == "stochastic" else None,
+                           flags=True)[0]
+    ran.clear()
+    got = getattr(lp, op)(*args, f, mode, rng=1 if mode == "stochastic" else None)
+    assert np.array_equal(got, want)
+    expect = {"integer": {"op_kernel"}, "integer_sr": {"sr_kernel"}, "float64": set(),
+              "div_sqrt_odd": {"div_sqrt_odd_kernel"}, "fma_odd": {"fma_odd"},
+              "twosum_odd": {"fma_odd"}}[final]
+    assert set(ran) == expect, ran
+
+
+# The kernels without a numpy twin (compiled in place), by the model or pass they serve.
+COMPILED = {"exact": "matmul.exact_kernel", "unpack": "matmul.unpack_matrix",
+            "sequential": "matmul.sequential_kernel", "sequential_fast": "matmul.sequential_fast",
+            "pairwise": "matmul.pairwise_kernel", "blocked": "matmul.blocked_kernel",
+            "tensor_core": "matmul.tensor_core_kernel", "tensor_core_grid": "tc_fast.tc_grid",
+            "block_mma": "blockmma.block_mma_kernel", "inspect_measure": "inspect_stats.measure_pass",
+            "inspect_fields": "inspect_stats.field_counts",
+            "inspect_amax": "inspect_stats.finite_amax"}
+
+
+def test_the_router_names_the_kernels_without_a_twin() -> None:
+    import importlib
+
+    from numba.core.registry import CPUDispatcher
+
+    from lowprec._kernels import route_compiled
+
+    assert set(route_compiled.ROUTES) == set(COMPILED)
+    for name, where in COMPILED.items():
+        module, attr = where.split(".")
+        want = getattr(importlib.import_module(f"lowprec._kernels.{module}"), attr)
+        assert route_compiled.kernel(name) is want, name
+        assert isinstance(want, CPUDispatcher) or name == "tensor_core_grid"  # a driver
+    with pytest.raises(KeyError, match="routes: block_mma"):
+        route_compiled.kernel("sequentail")
+
+
+# Outside _kernels/, a module imports only these of lowprec._kernels (docs/kernels.md,
+# "Who may import what"): the routers; the entry points that ask the router
+# themselves and hold the numpy twin that answers while a kernel compiles (convert,
+# blocks, recipe, gemm, amd); the reference (engine, vec); and the plumbing without a
+# kernel of its own to pick (params: constants and format parameters; sr: SR_BLOCK,
+# the block of the random-word stream seeds are drawn for; _cache: the cache folder).
+ALLOWED = {"route", "route_arith", "route_compiled", "convert", "blocks", "recipe", "gemm",
+           "amd", "engine", "vec", "params", "sr", "_cache"}
+#: The twins (and their parts): reached through a router only.
+TWINS = {"arith", "arith32", "arith_fast", "bits32", "bits32_direct", "blockmma",
+         "direct_params", "direct_round", "fast", "inspect_stats", "matmul", "memory", "odd64",
+         "pow2", "tc_fast", "u32"}
+
+
+def kernel_imports(path: Path, package: Path = ROOT / "lowprec") -> list[tuple[int, str]]:
+    """(line, module of lowprec._kernels) for every import of one in ``path``, relative
+    or absolute, inside functions included (``from .._kernels import a as b``,
+    ``from ._kernels.a import f``, ``import lowprec._kernels.a``)."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = ["lowprec", *path.relative_to(package).with_suffix("").parts[:-1]]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = here[: len(here) - node.level + 1] if node.level else []
+            target = [*base, *(node.module or "").split(".")] if node.module else base
+            if target == ["lowprec"]:  # the package itself, then any of its modules
+                found += [(node.lineno, a.name) for a in node.names if a.name == "_kernels"]
+            elif target[:2] == ["lowprec", "_kernels"]:
+                if len(target) > 2:
+                    found.append((node.lineno, target[2]))
+                else:
+                    found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name.split(".")[2]) for a in node.names
+                      if a.name.startswith("lowprec._kernels.")]
+    return found
+
+
+def test_no_module_outside_the_kernels_imports_a_twin() -> None:
+    package = ROOT / "lowprec"
+    kernels = package / "_kernels"
+    # every module of _kernels is one or the other, so a new one must be placed
+    names = {p.stem for p in kernels.glob("*.py") if p.stem != "__init__"}
+    assert names == ALLOWED | TWINS, names ^ (ALLOWED | TWINS)
+    assert not ALLOWED & TWINS
+    bad, seen = [], set()
+    for path in sorted(package.rglob("*.py")):
+        if kernels in path.parents:
+            continue
+        for line, name in kernel_imports(path, package):
+            seen.add(name)
+            if name not in ALLOWED:
+                bad.append(f"{path.relative_to(package)}:{line} imports _kernels.{name}")
+    assert bad == []
+    assert {"route", "route_arith", "route_compiled", "convert"} <= seen  # the check sees imports
+
+
+def test_every_numba_kernel_lives_under_the_kernels() -> None:
+    # Outside _kernels/ numba is imported only to listen to its compile events
+    # (lowprec warmup's progress), never to compile a kernel.
+    import ast
+
+    package = ROOT / "lowprec"
+    used = set()
+    for path in sorted(package.rglob("*.py")):
+        if package / "_kernels" in path.parents:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) else
+                     [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            used |= {(path.relative_to(package).as_posix(), n) for n in names
+                     if n.split(".")[0] == "numba"}
+    assert used == {("commands/_compiling.py", "numba.core")}, used
+
+
+def test_the_import_check_sees_a_planted_twin(tmp_path: Path) -> None:
+    pkg = tmp_path / "lowprec" / "sub"
+    pkg.mkdir(parents=True)
+    planted = pkg / "mod.py"
+    planted.write_text("from .._kernels import route, bits32 as b\n"
+                       "def f():\n    from .._kernels.odd64 import supports\n"
+                       "import lowprec._kernels.fast\nfrom lowprec._kernels import tc_fast\n"
+                       "from ..other import _kernels\nfrom .. import _kernels, formats\n")
+    assert sorted(kernel_imports(planted, tmp_path / "lowprec")) == [
+        (1, "bits32"), (1, "route"), (3, "odd64"), (4, "fast"), (5, "tc_fast"), (7, "_kernels")]
 
 
 # ------------------------------------------------- twins against the reference
@@ -583,6 +787,10 @@ def test_arithmetic_kernels_made_on_demand_have_names_the_compiler_process_finds
         assert name.startswith("arith32._KERNELS[(")
         assert route._kernel_named(name) is k
     assert route._kernel_named(route.kernel_name(arith.to_code_kernel)) is arith.to_code_kernel
+    from lowprec._kernels import arith_fast  # the float64 routes' kernels, asked cold too
+
+    for k in (arith_fast.fma_odd_kernel, arith_fast.div_sqrt_odd_kernel):
+        assert route._kernel_named(route.kernel_name(k)) is k
 
 
 @pytest.mark.parametrize("rdown", [False, True])

@@ -10,8 +10,12 @@ Three roles (``docs/kernels.md``):
   ``bits32``, ``odd64``, ``fast``, the arithmetic (``arith``, ``arith32``,
   ``arith_fast``), block and matmul kernels, the NVFP4 recipe's (``recipe``)
   and the trainer's in-order GEMM (``gemm``), each with its numpy twin;
-* the router, ``route``: which kernel serves a conversion, and whether it is
-  compiled yet (``convert`` holds the conversion entry points it routes).
+* the routers: ``route`` (which kernel serves a conversion, and whether it is
+  compiled yet; ``convert`` holds the conversion entry points it routes),
+  ``route_arith`` (the arithmetic verbs' routes) and ``route_compiled`` (the
+  kernels without a numpy twin: matmul models, block MMA, inspect's pass).
+  Modules outside ``_kernels`` import a twin only through them
+  (``tests/test_route.py``).
 
 Nothing here is public API.
 """

@@ -5,13 +5,9 @@
 * the readable reference, :mod:`.engine` (``round_pack``, ``convert_one``,
   ``decode_one``) and its numpy transcription :mod:`.vec`, which needs no
   compiler;
-* the fast twins, each held bit-equal to the reference by the tests:
-  :mod:`.bits32_direct` (float32 in, the usual formats), :mod:`.pow2` (E8M0),
-  :mod:`.bits32` (every other format but fp32), :mod:`.odd64` (float64 in,
-  through float32 rounded to odd), :mod:`.fast` (``fast_kernel``,
-  ``vec32_kernel``) and the arithmetic, block and matmul kernels, and the AMD
-  mfma kernels of :mod:`.amd` (twins of :mod:`lowprec.amd`'s ``mfma_dot``,
-  picked by :func:`serving_mfma`'s rule);
+* the fast twins, each held bit-equal to the reference by the tests
+  (:mod:`.bits32_direct`, :mod:`.pow2`, :mod:`.bits32`, :mod:`.odd64`,
+  :mod:`.fast`, the arithmetic, block, matmul and AMD mfma kernels);
 * this module, which picks among them for a (format, mode, input dtype,
   output, saturate, subnormals) conversion (:func:`fast_path`,
   :func:`kernel_for`), and says whether the kernel it picked can run now
@@ -50,7 +46,8 @@ from . import bits32, bits32_direct, odd64, pow2
 from .params import STOCHASTIC
 
 __all__ = ["Cold", "LOAD_IN_PLACE", "background", "call", "decode", "fast_path", "kernel_for",
-           "kernel_name", "kind", "large", "ready", "serving", "serving_mfma", "wait"]
+           "kernel_name", "kind", "large", "ready", "serving", "serving_mfma", "takes_bits32",
+           "wait"]
 
 
 # ------------------------------------------------------------ which kernel
@@ -80,6 +77,18 @@ def fast_path(fmt: Any, is64: bool, same_type: bool, ftz: bool) -> str:
             and (fmt.emin == -126 or fmt.smallest_subnormal_exponent >= -126)):
         return "vec32"
     return "scalar"
+
+
+def takes_bits32(fmt: Any, is64: bool = False) -> bool:
+    """Whether a conversion of float32 into ``fmt`` (of float64, ``is64``: through
+    float32 rounded to odd) takes one of :func:`kernel_for`'s float32-bits kernels
+    (the block quantizers' float32 passes call them).
+
+    >>> from lowprec import get_format
+    >>> takes_bits32(get_format("fp4_e2m1")), takes_bits32(get_format("ue5m3"))
+    (True, False)
+    """
+    return fast_path(fmt, is64, True, False) == ("odd64" if is64 else "bits32")
 
 
 def kind(fmt: Any, is64: bool, same_type: bool, ftz: bool, mode: int, path: str) -> str:
@@ -399,7 +408,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
     ``module.attribute`` or ``module.TABLE[key]`` (``.addition``/``.integer``)."""
     from numba.core.registry import CPUDispatcher
 
-    from . import amd, arith, blocks, convert, engine, fast, gemm, recipe
+    from . import amd, arith, arith_fast, blocks, convert, engine, fast, gemm, recipe
 
     names: dict[int, str] = {}
     kernels: dict[str, Any] = {}
@@ -410,7 +419,7 @@ def _names() -> tuple[dict[int, str], dict[str, Any]]:
             kernels[name] = d
 
     for module in (bits32_direct, pow2, bits32, odd64, fast, engine, convert, blocks, recipe,
-                   gemm, arith, amd):
+                   gemm, arith, arith_fast, amd):
         short = module.__name__.rsplit(".", 1)[1]
         for attr, value in vars(module).items():
             add(value, f"{short}.{attr}")

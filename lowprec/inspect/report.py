@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import scaling
 from .._blocks import as_working_array
-from ._kernels import finite_amax
+from .._kernels.route_compiled import kernel
 from .recipes import DEFAULT_RECIPES, Recipe, apply, describe_scale, get_recipe
 from .stats import BlockStats, exponent_histogram, measure
 
@@ -166,7 +166,7 @@ class Report:
 def _finite_amax(x: np.ndarray) -> float:
     """The largest finite ``|x|`` (0.0 when there is none), in one compiled pass."""
     v = np.ascontiguousarray(x).reshape(-1)
-    return float(finite_amax(v if v.dtype in (np.float32, np.float64) else v.astype(np.float64)))
+    return float(kernel("inspect_amax")(v if v.dtype in (np.float32, np.float64) else v.astype(np.float64)))
 
 
 def _loss_scales(arrays: dict[str, np.ndarray], kinds: dict[str, str], loss_scale: Any,

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _kernels
+from .._kernels.route_compiled import kernel
 from .recipes import Outcome
 
 __all__ = ["BlockStats", "exponent_histogram", "measure"]
@@ -71,7 +71,7 @@ def measure(x: np.ndarray, out: Outcome, tiny: float, block_size: int | None = N
     n_blocks = rows * (-(-cols // bs)) if block_size else 0
     per_block = np.zeros((n_blocks, 5))
     (zeros, nonzero, underflow, subnormal, overflow, clipped, nan, nan_in, n_finite,
-     signal, noise, max_rel, sum_rel, n_rel, inf_in) = _kernels.measure_pass(
+     signal, noise, max_rel, sum_rel, n_rel, inf_in) = kernel("inspect_measure")(
         xf, q, e, codes, table, factor, clip, 0 if clip.size == 1 else 1, float(tiny), rows,
         cols, bs, per_block)
     if n_finite == 0:
@@ -181,7 +181,7 @@ def exponent_histogram(x: np.ndarray) -> dict[int, int]:
     else:
         v = v.astype(np.float64, copy=False)
         bits, mant_bits, fields, bias = v.view(np.int64), 52, 0x800, 1023
-    counts, sub = _kernels.field_counts(bits, mant_bits, fields)
+    counts, sub = kernel("inspect_fields")(bits, mant_bits, fields)
     out = {int(k) - bias: int(counts[k]) for k in np.flatnonzero(counts[1:fields - 1]) + 1}
     for pos in np.flatnonzero(sub):  # subnormals: 2**pos * 2**(1 - bias - mant_bits)
         out[int(pos) + 1 - bias - mant_bits] = int(sub[pos])

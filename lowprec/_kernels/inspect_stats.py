@@ -1,5 +1,7 @@
 """One compiled pass over a tensor and its quantized values: the counts of
-:mod:`lowprec.inspect.stats`, and per-block sums for the block forensics.
+:mod:`lowprec.inspect.stats`, and per-block sums for the block forensics (moved here
+from ``lowprec/inspect/_kernels.py``: every numba kernel lives under ``_kernels/``;
+``route_compiled`` names them).
 
 The array is seen as ``rows x cols`` (its last axis is ``cols``), cut into blocks of
 ``bs`` along the last axis as MX and NVFP4 cut it (the last block of a row may be short;
