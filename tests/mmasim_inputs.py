@@ -141,8 +141,7 @@ def _cancel(st: Stream, f: Fmt, kind: np.ndarray, a: np.ndarray, b: np.ndarray) 
     frac = st.ints(91, (n,), 0, 2 ** f.m - 1)[rows]
     old = a[rows, j]
     mag = np.abs(old)
-    e = np.floor(np.log2(mag)).astype(np.int64)
-    e = np.maximum(e, f.emin)
+    e = np.maximum(np.frexp(mag)[1].astype(np.int64) - 1, f.emin)  # exact, unlike log2
     new_sig = np.where(mag < 2.0 ** f.emin, frac % (2 ** f.m - 1) + 1, frac + 2 ** f.m)
     new_sig = np.where(e == f.emax, np.minimum(new_sig, f.top), new_sig)
     a[rows, j] = f.value(old < 0, e, new_sig)
