@@ -82,43 +82,38 @@ def _sources(folder: str) -> list[str]:
     return sorted(found)
 
 
+class _LowprecFiles:
+    """For lowprec's own source files only, stamped with :func:`sources_stamp` too
+    (mixed into numba's locators below)."""
+
+    def get_source_stamp(self) -> Any:
+        """numba's stamp of the kernel's own file, and :func:`sources_stamp`."""
+        return super().get_source_stamp(), sources_stamp()  # type: ignore[misc]
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> Any:
+        if not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
+            return None
+        return super().from_function(py_func, py_file)  # type: ignore[misc]
+
+
 if _USER_WIDE is not None and _IMPL is not None:
 
-    class LowprecCacheLocator(_USER_WIDE):
+    class LowprecCacheLocator(_LowprecFiles, _USER_WIDE):
         """numba's user-wide locator, for lowprec's own source files, in :func:`cache_dir`."""
 
         def __init__(self, py_func: Any, py_file: str) -> None:
             super().__init__(py_func, py_file)
             self._cache_path = os.path.join(cache_dir(), self.get_suitable_cache_subpath(py_file))
 
-        def get_source_stamp(self) -> Any:
-            """numba's stamp of the kernel's own file, and :func:`sources_stamp`."""
-            return super().get_source_stamp(), sources_stamp()
-
-        @classmethod
-        def from_function(cls, py_func: Any, py_file: str) -> Any:
-            if not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
-                return None
-            return super().from_function(py_func, py_file)
-
     _STAMPED: list[Any] = [LowprecCacheLocator]
 
     if _USER_DIR is not None:
 
-        class LowprecUserDirLocator(_USER_DIR):
+        class LowprecUserDirLocator(_LowprecFiles, _USER_DIR):
             """numba's NUMBA_CACHE_DIR locator, for lowprec's own source files, with
             :func:`sources_stamp` in the stamp too (a folder named by NUMBA_CACHE_DIR
             must not hand back a kernel compiled from another version of what it calls)."""
-
-            def get_source_stamp(self) -> Any:
-                """numba's stamp of the kernel's own file, and :func:`sources_stamp`."""
-                return super().get_source_stamp(), sources_stamp()
-
-            @classmethod
-            def from_function(cls, py_func: Any, py_file: str) -> Any:
-                if not os.path.abspath(py_file).startswith(_PACKAGE_DIR + os.sep):
-                    return None
-                return super().from_function(py_func, py_file)
 
         _STAMPED.insert(0, LowprecUserDirLocator)
 
