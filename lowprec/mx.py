@@ -224,7 +224,7 @@ def e8m0_scale_codes(
     k = np.where(positive, k, -E8M0_BIAS)
     too_big = k > E8M0_BIAS
     k = np.clip(k, -E8M0_BIAS, E8M0_BIAS)
-    codes = encode(np.ldexp(1.0, k), E8M0)  # exact: powers of two in range
+    codes = k + E8M0_BIAS  # 2**k's E8M0 code (k in range: not NaN's)
     return np.where(finite & ~too_big, codes, E8M0_NAN).astype(np.uint8)
 
 

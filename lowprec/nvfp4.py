@@ -297,6 +297,8 @@ def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32,
         return np.asarray(encode(s_dec_b, fmt, "rne", saturate=True), dtype=np.uint8)
     codes = np.empty(s_dec_b.shape, np.uint8)
     kernel, q = convert.kernel_for(fmt, MODE_INT["rne"], True, False, True)
+    if not route.ready(kernel, (q, s_dec_b, _NO_SEEDS, codes)):  # not compiled yet
+        return np.asarray(encode(s_dec_b, fmt, "rne", saturate=True), dtype=np.uint8)
     kernel(q, s_dec_b, _NO_SEEDS, codes)
     return codes  # every float32, NaN included, has an E4M3 code
 

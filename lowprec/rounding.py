@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._kernels import convert, params, route, sr, vec
+from ._kernels import convert, params, quick, route, sr, vec
 from ._names import did_you_mean
 from ._runtime import _SPLIT_MIN, _as_float_array, _get_rng, _random_words, _run_split
 from .formats import FloatFormat, get_format
@@ -237,10 +237,15 @@ def _by_numpy(fmt: FloatFormat, x_flat: np.ndarray, bits: np.ndarray, m: int, sa
               ftz: bool, seeds: np.ndarray | None, to_codes: bool, out_flat: np.ndarray,
               flags_flat: np.ndarray | None) -> None:
     """_convert's work by the reference engine in numpy (``_kernels.vec``), a
-    piece at a time: the first calls, while numba compiles the kernel."""
+    piece at a time: the first calls, while numba compiles the kernel. Pieces
+    that ``_kernels.quick`` serves (deterministic modes, no flags) take it."""
     P = params.format_params(fmt)
+    short = quick.codes if to_codes else quick.values
     for a in range(0, bits.shape[0], vec.CHUNK):
         b = min(a + vec.CHUNK, bits.shape[0])
+        if seeds is None and flags_flat is None and short(P, x_flat[a:b], m, saturate, ftz,
+                                                          out_flat[a:b]):
+            continue
         rnd = None if seeds is None else vec.sr_words(seeds, a, b - a)
         codes, flags, status = vec.convert(P, bits[a:b], m, saturate, ftz, rnd)
         if status.any():

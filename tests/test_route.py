@@ -214,11 +214,12 @@ def test_the_router_names_the_kernels_without_a_twin() -> None:
 # Outside _kernels/, a module imports only these of lowprec._kernels (docs/kernels.md,
 # "Who may import what"): the routers; the entry points that ask the router
 # themselves and hold the numpy twin that answers while a kernel compiles (convert,
-# blocks, recipe, gemm, amd); the reference (engine, vec); and the plumbing without a
+# blocks, recipe, gemm, amd); the reference (engine, vec) and the cold path's short cut
+# (quick, held equal to vec by tests/test_quick.py); and the plumbing without a
 # kernel of its own to pick (params: constants and format parameters; sr: SR_BLOCK,
 # the block of the random-word stream seeds are drawn for; _cache: the cache folder).
 ALLOWED = {"route", "route_arith", "route_compiled", "convert", "blocks", "recipe", "gemm",
-           "amd", "engine", "vec", "params", "sr", "_cache"}
+           "amd", "engine", "vec", "quick", "params", "sr", "_cache"}
 #: The twins (and their parts): reached through a router only.
 TWINS = {"arith", "arith32", "arith_fast", "bits32", "bits32_direct", "blockmma",
          "direct_params", "direct_round", "fast", "inspect_stats", "matmul", "memory", "odd64",
@@ -640,12 +641,14 @@ def test_the_in_order_gemm_twin_is_the_kernel(dtype: Any) -> None:
     a = _specials(rng, (9, 37)).astype(dtype)
     b = _specials(rng, (37, 13)).astype(dtype)
     a[0, :] = [1e8, 1.0, -1e8] * 12 + [0.5]  # cancellation in k order
+    a[1, :] = -0.0  # every product a zero, some negative: the sum is +0 from the zeroed row
     want = np.zeros((9, 13), dtype)
     gemm._kernel(a, b, want)
+    zero = want[1] == 0
+    assert zero.any() and np.signbit(a[1, 0] * b[0][zero]).any()
+    assert not np.signbit(want[1][zero]).any()
     got = np.zeros((9, 13), dtype)
-    with np.errstate(over="ignore", invalid="ignore"):
-        for k in range(a.shape[1]):
-            got += a[:, k, None] * b[k]
+    gemm._in_order_numpy(a, b, got)
     assert np.array_equal(got.view(np.uint8), want.view(np.uint8))
 
 

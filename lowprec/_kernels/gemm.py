@@ -72,9 +72,15 @@ def matmul_in_order(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     args = (np.ascontiguousarray(a, dtype), np.ascontiguousarray(b, dtype), out)
     if route.ready(_kernel, args):
         _kernel(*args)
-    else:  # while it compiles: the same products and sums, one k at a time in numpy
-        a_, b_, _ = args
-        with np.errstate(over="ignore", invalid="ignore"):  # IEEE results, as the kernel's
-            for k in range(a_.shape[1]):
-                out += a_[:, k, None] * b_[k]
+    else:  # while it compiles: the same products and sums in numpy
+        _in_order_numpy(*args)
     return out
+
+
+def _in_order_numpy(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """The kernel's products and sums in numpy, one k at a time (``out`` zeroed). Tried:
+    ``np.add.accumulate`` or ``reduce`` along k of all the products at once, no faster
+    on the trainer's shapes."""
+    with np.errstate(over="ignore", invalid="ignore"):  # IEEE results, as the kernel's
+        for k in range(a.shape[1]):
+            out += a[:, k, None] * b[k]

@@ -244,6 +244,7 @@ def ready(kernel: Any, args: tuple) -> bool:
         _READY[key] = True
         return True
     if _policy() == "numpy":
+        _READY[key] = False  # never compiled in this process: asked once
         return False
     if getattr(_LARGE, "on", False) and _maybe_cached(disp) and _load_here(key, disp, args):
         return True
