@@ -1,0 +1,186 @@
+"""The tensor-core block FMA of ``tc_fast`` with float64 lanes instead of int64 ones.
+
+AVX2 has no int64 multiply and no variable int64 shift worth the name, but float64
+multiplies, maxima and truncations vectorise four to a register. Every step below
+is exact, so the results are the bits of ``tensor_core_kernel``'s:
+
+* operands as float64 values ``a`` (the significand, at most 11 bits, times a
+  power of two) and ``pa = 2**nominal exponent`` (0 for a zero element);
+* ``em = max(pa * pb)`` over a block (and C's ``2**nominal``): a power of two,
+  ``2**emax``; the scale ``sc = 2**(frac_bits - emax)``;
+* each truncated product ``trunc(a * b * sc)``: ``a * b`` has at most 22 bits
+  (exact), the power-of-two scale is exact (no float64 subnormal or overflow for
+  the formats ``fits`` admits), ``trunc`` drops the bits below ``2**lsb`` toward
+  zero as the integer shift does;
+* the block sum of at most ``block + 1`` integers below ``2**(frac_bits + 2)``
+  each, exact while it stays below ``2**53`` (``fits``);
+* the sum ``S * 2**lsb`` normalised with float64 bit operations as ``tc_rows``
+  does; results outside C/D's normal range go to the exact ``_normalise``.
+
+Columns are taken in tiles of ``TILE`` so the per-column arrays stay in L1 and
+the loop over columns is the innermost one (the one that vectorises).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .arith import finish, op_add
+from .engine import convert_one, decode_one
+from .matmul import _normalise, convert
+from .params import RNE
+
+_jit = njit(cache=True, nogil=True)
+_U0 = np.uint64(0)
+_RTZ = 2
+TILE = 64
+
+
+def fits(fin_m: int, fin_emin: int, fin_emax: int, pc_emin: int, pc_emax: int, block: int,
+         frac_bits: int) -> bool:
+    """Whether every float64 step of ``tcf_rows`` is exact for these formats and rule:
+    a block's ``block + 1`` terms below ``2**(frac_bits + 2)`` sum below ``2**53``,
+    products (``2 * (m + 1)`` bits) are exact, and no scaled value leaves float64's
+    normal range."""
+    if fin_m > 23 or (block + 1) * 2.0 ** (frac_bits + 2) > 2.0 ** 53:
+        return False
+    lo = min(2 * (fin_emin - fin_m), pc_emin - 30)  # the smallest product or C bit
+    hi = max(2 * (fin_emax + 2), pc_emax + 2)  # above the largest term
+    return lo - hi - frac_bits > -1000 and hi + frac_bits < 1000
+
+
+@_jit
+def prep(sig, exp, m, emin, transpose):
+    """Values and ``2**nominal exponent`` (0 for zero) of unpacked operands, as float64
+    (``transpose``: the (N, K) input written out as (K, N))."""
+    R, C = sig.shape
+    shape = (C, R) if transpose else (R, C)
+    val = np.empty(shape, np.float64)
+    pw = np.empty(shape, np.float64)
+    for r in range(R):
+        for c in range(C):
+            s = sig[r, c]
+            x = np.int64((1023 + exp[r, c]) << 52).view(np.float64)
+            nom = max(exp[r, c] + m, emin)
+            p = np.int64((1023 + nom) << 52).view(np.float64) if s != 0 else 0.0
+            if transpose:
+                val[c, r], pw[c, r] = np.float64(s) * x, p
+            else:
+                val[r, c], pw[r, c] = np.float64(s) * x, p
+    return val, pw
+
+
+@_jit
+def _blocks(Pc, Ph, ar, par, bf, pb, nt, c0, c1, block, acc, em, sc, S, flag, frac_bits,
+            hw_rne, hw_mode):
+    """The block FMAs of products c0..c1 (blocks of ``block``) of a row of A (``ar``,
+    ``par``) on a tile of B columns (``bf``, ``pb``: K x TILE); acc in place."""
+    lo_e, hi_e = Pc.emin, (Pc.max_mag >> Pc.m) - Pc.bias  # C/D's normal range
+    drop = 52 - Ph.m
+    low = (np.int64(1) << drop) - 1
+    half = low >> 1
+    down = np.int64((1023 - frac_bits) << 52).view(np.float64)  # 2**-frac_bits
+    for k0 in range(c0, c1, block):
+        k1 = min(k0 + block, c1)
+        for jj in range(nt):  # C's 2**nominal exponent (0: zero or inf)
+            v = acc[jj]
+            e = max(((np.float64(v).view(np.int64) >> 52) & 0x7FF) - 1023, lo_e)
+            p = np.int64((1023 + e) << 52).view(np.float64)
+            em[jj] = p if (v != 0.0) & (abs(v) < np.inf) else 0.0
+        for k in range(k0, k1):
+            a = par[k]
+            row = pb[k]
+            for jj in range(nt):
+                em[jj] = max(em[jj], a * row[jj])
+        for jj in range(nt):
+            eb = np.float64(em[jj]).view(np.int64) >> 52  # biased exponent of 2**emax
+            s = np.int64((2046 + frac_bits - eb) << 52).view(np.float64)
+            s = s if em[jj] != 0.0 else 0.0
+            sc[jj] = s
+            S[jj] = np.trunc(acc[jj] * s) + 0.0 if em[jj] != 0.0 else 0.0
+        for k in range(k0, k1):
+            a = ar[k]
+            row = bf[k]
+            for jj in range(nt):
+                S[jj] += np.trunc(a * row[jj] * sc[jj])
+        nbad = 0
+        for jj in range(nt):
+            v = S[jj] * (em[jj] * down)  # S * 2**lsb, exact
+            bits = np.float64(v).view(np.int64)
+            e0 = ((bits >> 52) & 0x7FF) - 1023
+            if hw_rne:
+                bits = (bits + half + ((bits >> drop) & 1)) & ~low
+            else:
+                bits = bits & ~low
+            e = ((bits >> 52) & 0x7FF) - 1023
+            x = acc[jj]
+            keep = (em[jj] == 0.0) | ~(abs(x) < np.inf)  # C + nothing, or inf C: C unchanged
+            f = ~keep & (v != 0.0) & ((e0 < lo_e) | (e > hi_e))
+            flag[jj] = f
+            nbad += np.int64(f)
+            acc[jj] = x if keep else np.int64(bits).view(np.float64)
+        if nbad:
+            for jj in range(nt):
+                if flag[jj]:
+                    lsb = (np.float64(em[jj]).view(np.int64) >> 52) - 1023 - frac_bits
+                    code = _normalise(Ph, np.int64(S[jj]), lsb, hw_mode)
+                    acc[jj] = decode_one(Pc, convert(Ph, Pc, code, RNE)[0])
+
+
+@_jit
+def _code(P, v):
+    return convert_one(P, np.float64(v).view(np.int64), True, RNE, False, False, _U0)[0]
+
+
+@_jit
+def tcf_rows(Pc, Ph, Po, Pw, af, pa, bf, pb, cc, mode, i0, i1, out, block, frac_bits, hw_rne,
+             every, w32):
+    """Rows i0..i1 of ``out`` (M x N codes of Po); A as (M, K), B as (K, N) arrays of
+    ``prep``. ``every > 0``: the accumulator restarts every ``every`` products and is
+    added into a wide accumulator of format Pw starting at C (``w32``: Pw is FP32 and
+    the mode RNE, so numba's float32 addition is that addition)."""
+    K = af.shape[1]
+    N = bf.shape[1]
+    hw_mode = RNE if hw_rne else _RTZ
+    acc = np.empty(TILE, np.float64)
+    em = np.empty(TILE, np.float64)
+    sc = np.empty(TILE, np.float64)
+    S = np.empty(TILE, np.float64)
+    flag = np.empty(TILE, np.bool_)
+    wide = np.empty(TILE, np.int64)
+    wide32 = np.empty(TILE, np.float32)
+    step = every if every > 0 else max(K, 1)
+    for j0 in range(0, N, TILE):
+        nt = min(TILE, N - j0)
+        bt = np.ascontiguousarray(bf[:, j0:j0 + nt])
+        pt = np.ascontiguousarray(pb[:, j0:j0 + nt])
+        for i in range(i0, i1):
+            for jj in range(nt):
+                wide[jj] = cc[i * N + j0 + jj]
+                if w32:
+                    wide32[jj] = np.float32(decode_one(Pw, wide[jj]))
+            for c0 in range(0, max(K, 1), step):
+                c1 = min(c0 + step, K)
+                for jj in range(nt):
+                    acc[jj] = 0.0 if every > 0 else decode_one(Pc, wide[jj])
+                _blocks(Pc, Ph, af[i], pa[i], bt, pt, nt, c0, c1, block, acc, em, sc, S, flag,
+                        frac_bits, hw_rne, hw_mode)
+                for jj in range(nt):
+                    if every > 0 and w32:
+                        wide32[jj] = wide32[jj] + np.float32(acc[jj])  # IEEE RNE
+                    elif every > 0:
+                        part = convert(Pc, Pw, _code(Pc, acc[jj]), mode)[0]
+                        wide[jj] = _add(Pw, wide[jj], part, mode)
+                    else:
+                        wide[jj] = _code(Pc, acc[jj])
+            for jj in range(nt):
+                if every > 0 and w32:
+                    wide[jj] = _code(Pw, np.float64(wide32[jj]))
+                out[i * N + j0 + jj] = convert(Pw if every > 0 else Pc, Po, wide[jj], mode)[0]
+
+
+@_jit
+def _add(Pw, x, y, mode):
+    return finish(Pw, op_add(Pw, x, y, False, mode, False, False, _U0), mode, False, False,
+                  _U0)[0]
