@@ -57,8 +57,9 @@ def _same(fast, slow):
     assert same.all(), (np.flatnonzero(~same)[:4], fast[~same][:4], slow[~same][:4])
 
 
-def _long_case(rng, inputs, kind, K=1024, M=3, N=70):
-    """(a, b, c): M x K, K x N (70 columns: a full tile of 64 and a part), M x N."""
+def _long_case(rng, inputs, kind, K=1024, M=11, N=70):
+    """(a, b, c): M x K, K x N, M x N (11 rows: a group of 8 and a part; 70 columns: a
+    tile of 64 and a part)."""
     a = rng.standard_normal((M, K)) * 2.0 ** rng.integers(-6, 6, (M, K))
     b = rng.standard_normal((K, N)) * 2.0 ** rng.integers(-6, 6, (K, N))
     c = rng.standard_normal((M, N))

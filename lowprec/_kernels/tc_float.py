@@ -34,7 +34,8 @@ from .params import RNE
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
 _RTZ = 2
-TILE = 64
+TILE = 64  # columns of B taken together
+ROWS = 8  # rows of A taken through each block of B together
 
 
 def fits(fin_m: int, fin_emin: int, fin_emax: int, pc_emin: int, pc_emax: int, block: int,
@@ -72,10 +73,12 @@ def prep(sig, exp, m, emin, transpose):
 
 
 @_jit
-def _blocks(Pc, Ph, ar, par, bf, pb, nt, c0, c1, block, acc, em, sc, S, flag, frac_bits,
+def _blocks(Pc, Ph, af, pa, i0, R, bf, pb, nt, c0, c1, block, acc, em, sc, S, flag, frac_bits,
             hw_rne, hw_mode):
-    """The block FMAs of products c0..c1 (blocks of ``block``) of a row of A (``ar``,
-    ``par``) on a tile of B columns (``bf``, ``pb``: K x TILE); acc in place."""
+    """The block FMAs of products c0..c1 (blocks of ``block``) of rows i0..i0+R of A
+    (``af``, ``pa``) on a tile of B columns (``bf``, ``pb``: K x TILE); row r's
+    accumulators are ``acc[r]`` (in place), ``em[r]``, ``sc[r]``, ``S[r]``, ``flag[r]``.
+    Each block is taken by every row in turn while its part of B is in L1."""
     lo_e, hi_e = Pc.emin, (Pc.max_mag >> Pc.m) - Pc.bias  # C/D's normal range
     drop = 52 - Ph.m
     low = (np.int64(1) << drop) - 1
@@ -83,49 +86,49 @@ def _blocks(Pc, Ph, ar, par, bf, pb, nt, c0, c1, block, acc, em, sc, S, flag, fr
     down = np.int64((1023 - frac_bits) << 52).view(np.float64)  # 2**-frac_bits
     for k0 in range(c0, c1, block):
         k1 = min(k0 + block, c1)
-        for jj in range(nt):  # C's 2**nominal exponent (0: zero or inf)
-            v = acc[jj]
-            e = max(((np.float64(v).view(np.int64) >> 52) & 0x7FF) - 1023, lo_e)
-            p = np.int64((1023 + e) << 52).view(np.float64)
-            em[jj] = p if (v != 0.0) & (abs(v) < np.inf) else 0.0
-        for k in range(k0, k1):
-            a = par[k]
-            row = pb[k]
+        for r in range(R):
+            i = i0 + r
+            for jj in range(nt):  # C's 2**nominal exponent (0: zero or inf)
+                v = acc[r, jj]
+                e = max(((np.float64(v).view(np.int64) >> 52) & 0x7FF) - 1023, lo_e)
+                p = np.int64((1023 + e) << 52).view(np.float64)
+                em[r, jj] = p if (v != 0.0) & (abs(v) < np.inf) else 0.0
+            for k in range(k0, k1):
+                a = pa[i, k]
+                for jj in range(nt):
+                    em[r, jj] = max(em[r, jj], a * pb[k, jj])
             for jj in range(nt):
-                em[jj] = max(em[jj], a * row[jj])
-        for jj in range(nt):
-            eb = np.float64(em[jj]).view(np.int64) >> 52  # biased exponent of 2**emax
-            s = np.int64((2046 + frac_bits - eb) << 52).view(np.float64)
-            s = s if em[jj] != 0.0 else 0.0
-            sc[jj] = s
-            S[jj] = np.trunc(acc[jj] * s) + 0.0 if em[jj] != 0.0 else 0.0
-        for k in range(k0, k1):
-            a = ar[k]
-            row = bf[k]
+                eb = np.float64(em[r, jj]).view(np.int64) >> 52  # biased exponent of 2**emax
+                s = np.int64((2046 + frac_bits - eb) << 52).view(np.float64)
+                s = s if em[r, jj] != 0.0 else 0.0
+                sc[r, jj] = s
+                S[r, jj] = np.trunc(acc[r, jj] * s) + 0.0 if em[r, jj] != 0.0 else 0.0
+            for k in range(k0, k1):
+                a = af[i, k]
+                for jj in range(nt):
+                    S[r, jj] += np.trunc(a * bf[k, jj] * sc[r, jj])
+            nbad = 0
             for jj in range(nt):
-                S[jj] += np.trunc(a * row[jj] * sc[jj])
-        nbad = 0
-        for jj in range(nt):
-            v = S[jj] * (em[jj] * down)  # S * 2**lsb, exact
-            bits = np.float64(v).view(np.int64)
-            e0 = ((bits >> 52) & 0x7FF) - 1023
-            if hw_rne:
-                bits = (bits + half + ((bits >> drop) & 1)) & ~low
-            else:
-                bits = bits & ~low
-            e = ((bits >> 52) & 0x7FF) - 1023
-            x = acc[jj]
-            keep = (em[jj] == 0.0) | ~(abs(x) < np.inf)  # C + nothing, or inf C: C unchanged
-            f = ~keep & (v != 0.0) & ((e0 < lo_e) | (e > hi_e))
-            flag[jj] = f
-            nbad += np.int64(f)
-            acc[jj] = x if keep else np.int64(bits).view(np.float64)
-        if nbad:
-            for jj in range(nt):
-                if flag[jj]:
-                    lsb = (np.float64(em[jj]).view(np.int64) >> 52) - 1023 - frac_bits
-                    code = _normalise(Ph, np.int64(S[jj]), lsb, hw_mode)
-                    acc[jj] = decode_one(Pc, convert(Ph, Pc, code, RNE)[0])
+                v = S[r, jj] * (em[r, jj] * down)  # S * 2**lsb, exact
+                bits = np.float64(v).view(np.int64)
+                e0 = ((bits >> 52) & 0x7FF) - 1023
+                if hw_rne:
+                    bits = (bits + half + ((bits >> drop) & 1)) & ~low
+                else:
+                    bits = bits & ~low
+                e = ((bits >> 52) & 0x7FF) - 1023
+                x = acc[r, jj]
+                keep = (em[r, jj] == 0.0) | ~(abs(x) < np.inf)  # C + nothing, or inf C: kept
+                f = ~keep & (v != 0.0) & ((e0 < lo_e) | (e > hi_e))
+                flag[r, jj] = f
+                nbad += np.int64(f)
+                acc[r, jj] = x if keep else np.int64(bits).view(np.float64)
+            if nbad:
+                for jj in range(nt):
+                    if flag[r, jj]:
+                        lsb = (np.float64(em[r, jj]).view(np.int64) >> 52) - 1023 - frac_bits
+                        code = _normalise(Ph, np.int64(S[r, jj]), lsb, hw_mode)
+                        acc[r, jj] = decode_one(Pc, convert(Ph, Pc, code, RNE)[0])
 
 
 @_jit
@@ -143,41 +146,47 @@ def tcf_rows(Pc, Ph, Po, Pw, af, pa, bf, pb, cc, mode, i0, i1, out, block, frac_
     K = af.shape[1]
     N = bf.shape[1]
     hw_mode = RNE if hw_rne else _RTZ
-    acc = np.empty(TILE, np.float64)
-    em = np.empty(TILE, np.float64)
-    sc = np.empty(TILE, np.float64)
-    S = np.empty(TILE, np.float64)
-    flag = np.empty(TILE, np.bool_)
-    wide = np.empty(TILE, np.int64)
-    wide32 = np.empty(TILE, np.float32)
+    acc = np.empty((ROWS, TILE), np.float64)
+    em = np.empty((ROWS, TILE), np.float64)
+    sc = np.empty((ROWS, TILE), np.float64)
+    S = np.empty((ROWS, TILE), np.float64)
+    flag = np.empty((ROWS, TILE), np.bool_)
+    wide = np.empty((ROWS, TILE), np.int64)
+    wide32 = np.empty((ROWS, TILE), np.float32)
     step = every if every > 0 else max(K, 1)
     for j0 in range(0, N, TILE):
         nt = min(TILE, N - j0)
         bt = np.ascontiguousarray(bf[:, j0:j0 + nt])
         pt = np.ascontiguousarray(pb[:, j0:j0 + nt])
-        for i in range(i0, i1):
-            for jj in range(nt):
-                wide[jj] = cc[i * N + j0 + jj]
-                if w32:
-                    wide32[jj] = np.float32(decode_one(Pw, wide[jj]))
+        for g in range(i0, i1, ROWS):
+            R = min(ROWS, i1 - g)
+            for r in range(R):
+                for jj in range(nt):
+                    wide[r, jj] = cc[(g + r) * N + j0 + jj]
+                    if w32:
+                        wide32[r, jj] = np.float32(decode_one(Pw, wide[r, jj]))
             for c0 in range(0, max(K, 1), step):
                 c1 = min(c0 + step, K)
-                for jj in range(nt):
-                    acc[jj] = 0.0 if every > 0 else decode_one(Pc, wide[jj])
-                _blocks(Pc, Ph, af[i], pa[i], bt, pt, nt, c0, c1, block, acc, em, sc, S, flag,
+                for r in range(R):
+                    for jj in range(nt):
+                        acc[r, jj] = 0.0 if every > 0 else decode_one(Pc, wide[r, jj])
+                _blocks(Pc, Ph, af, pa, g, R, bt, pt, nt, c0, c1, block, acc, em, sc, S, flag,
                         frac_bits, hw_rne, hw_mode)
+                for r in range(R):
+                    for jj in range(nt):
+                        if every > 0 and w32:
+                            wide32[r, jj] = wide32[r, jj] + np.float32(acc[r, jj])  # IEEE RNE
+                        elif every > 0:
+                            part = convert(Pc, Pw, _code(Pc, acc[r, jj]), mode)[0]
+                            wide[r, jj] = _add(Pw, wide[r, jj], part, mode)
+                        else:
+                            wide[r, jj] = _code(Pc, acc[r, jj])
+            for r in range(R):
                 for jj in range(nt):
                     if every > 0 and w32:
-                        wide32[jj] = wide32[jj] + np.float32(acc[jj])  # IEEE RNE
-                    elif every > 0:
-                        part = convert(Pc, Pw, _code(Pc, acc[jj]), mode)[0]
-                        wide[jj] = _add(Pw, wide[jj], part, mode)
-                    else:
-                        wide[jj] = _code(Pc, acc[jj])
-            for jj in range(nt):
-                if every > 0 and w32:
-                    wide[jj] = _code(Pw, np.float64(wide32[jj]))
-                out[i * N + j0 + jj] = convert(Pw if every > 0 else Pc, Po, wide[jj], mode)[0]
+                        wide[r, jj] = _code(Pw, np.float64(wide32[r, jj]))
+                    out[(g + r) * N + j0 + jj] = convert(Pw if every > 0 else Pc, Po,
+                                                         wide[r, jj], mode)[0]
 
 
 @_jit
