@@ -17,8 +17,11 @@ is exact, so the results are the bits of ``tensor_core_kernel``'s:
 * the sum ``S * 2**lsb`` normalised with float64 bit operations as ``tc_rows``
   does; results outside C/D's normal range go to the exact ``_normalise``.
 
-Columns are taken in tiles of ``TILE`` so the per-column arrays stay in L1 and
-the loop over columns is the innermost one (the one that vectorises).
+Columns are taken in tiles of ``TILE`` (the loop over columns is the innermost
+one, the one that vectorises) and rows of A in groups of ``ROWS``: each block of a
+tile of B is taken by every row of a group while it is in L1. A promoted sum
+(``every > 0``) is added in float32 where that is the wide addition (FP32, RNE),
+else by the exact engine.
 """
 
 from __future__ import annotations
