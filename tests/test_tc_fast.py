@@ -129,4 +129,10 @@ def test_every_chip_rule_fits_and_the_fallback_is_the_int64_path():
     kw = dict(inputs="bf16", output="fp32", model=wide)
     _same(lp.matmul(a, b, cc, **kw), _scalar(a, b, cc, **kw))
     assert not tc_float.fits(10, -14, 15, -126, 127, 4, 52)
+    # float32 block maxima for fp16/fp8 (the long-sum tests), float64 for bf16/tf32
+    # (CASES above): both kinds run.
+    for name, narrow in (("fp16", True), ("fp8_e4m3", True), ("fp8_e5m2", True),
+                         ("bf16", False), ("tf32", False)):
+        f = get_format(name)
+        assert tc_float.narrow_powers(f.emin, f.emax, -126, 127) == narrow, name
     assert not tc_float.fits(10, -1022, 1023, -126, 127, 4, 25)  # float64's range

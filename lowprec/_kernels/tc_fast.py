@@ -151,8 +151,12 @@ def tc_grid(Pi, Pc, Ph, Pw, Po, fin, asig, aexp, bsig, bexp, cc, mode, out, tc, 
     cuts = [M * t // nt for t in range(nt + 1)]
     hi_c = (Pc.max_mag >> Pc.m) - Pc.bias
     if tc_float.fits(m, emin, fin.emax, Pc.emin, hi_c, tc.block, tc.frac_bits):
-        af, pa = tc_float.prep(asig, aexp, m, emin, False)
-        bf, pb = tc_float.prep(bsig, bexp, m, emin, True)
+        pdt = np.float32 if tc_float.narrow_powers(emin, fin.emax, Pc.emin, hi_c) else np.float64
+        K = asig.shape[1]
+        af, pa = np.empty((M, K)), np.empty((M, K), pdt)
+        bf, pb = np.empty((K, N)), np.empty((K, N), pdt)
+        tc_float.prep(asig, aexp, m, emin, False, af, pa)
+        tc_float.prep(bsig, bexp, m, emin, True, bf, pb)
         w32 = every > 0 and mode == RNE and Pw == Pc == _FP32  # float32 adds are those adds
 
         def run(t: int) -> None:

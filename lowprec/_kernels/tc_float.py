@@ -41,6 +41,12 @@ TILE = 64  # columns of B taken together
 ROWS = 8  # rows of A taken through each block of B together
 
 
+def narrow_powers(fin_emin: int, fin_emax: int, pc_emin: int, pc_emax: int) -> bool:
+    """Whether every ``2**nominal exponent`` of a product or C is a float32 normal
+    (then the block maxima run eight to a register)."""
+    return 2 * fin_emin >= -126 and 2 * fin_emax <= 127 and pc_emin >= -126 and pc_emax <= 127
+
+
 def fits(fin_m: int, fin_emin: int, fin_emax: int, pc_emin: int, pc_emax: int, block: int,
          frac_bits: int) -> bool:
     """Whether every float64 step of ``tcf_rows`` is exact for these formats and rule:
@@ -55,13 +61,11 @@ def fits(fin_m: int, fin_emin: int, fin_emax: int, pc_emin: int, pc_emax: int, b
 
 
 @_jit
-def prep(sig, exp, m, emin, transpose):
-    """Values and ``2**nominal exponent`` (0 for zero) of unpacked operands, as float64
-    (``transpose``: the (N, K) input written out as (K, N))."""
+def prep(sig, exp, m, emin, transpose, val, pw):
+    """Values and ``2**nominal exponent`` (0 for zero) of unpacked operands into ``val``
+    (float64) and ``pw`` (float64, or float32 where ``narrow_powers`` allows);
+    ``transpose``: the (N, K) input written out as (K, N)."""
     R, C = sig.shape
-    shape = (C, R) if transpose else (R, C)
-    val = np.empty(shape, np.float64)
-    pw = np.empty(shape, np.float64)
     for r in range(R):
         for c in range(C):
             s = sig[r, c]
@@ -72,7 +76,6 @@ def prep(sig, exp, m, emin, transpose):
                 val[c, r], pw[c, r] = np.float64(s) * x, p
             else:
                 val[r, c], pw[r, c] = np.float64(s) * x, p
-    return val, pw
 
 
 @_jit
@@ -150,7 +153,7 @@ def tcf_rows(Pc, Ph, Po, Pw, af, pa, bf, pb, cc, mode, i0, i1, out, block, frac_
     N = bf.shape[1]
     hw_mode = RNE if hw_rne else _RTZ
     acc = np.empty((ROWS, TILE), np.float64)
-    em = np.empty((ROWS, TILE), np.float64)
+    em = np.empty((ROWS, TILE), pa.dtype)
     sc = np.empty((ROWS, TILE), np.float64)
     S = np.empty((ROWS, TILE), np.float64)
     flag = np.empty((ROWS, TILE), np.bool_)
