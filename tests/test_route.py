@@ -223,7 +223,7 @@ ALLOWED = {"route", "route_arith", "route_compiled", "convert", "blocks", "recip
 #: The twins (and their parts): reached through a router only.
 TWINS = {"arith", "arith32", "arith_fast", "bits32", "bits32_direct", "blockmma",
          "direct_params", "direct_round", "fast", "inspect_stats", "matmul", "memory", "odd64",
-         "pow2", "tc_fast", "u32"}
+         "pow2", "tc_fast", "tc_float", "u32"}
 
 
 def kernel_imports(path: Path, package: Path = ROOT / "lowprec") -> list[tuple[int, str]]:

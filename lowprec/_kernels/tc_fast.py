@@ -16,6 +16,10 @@ output index innermost, so the compiler vectorises every step across outputs:
 A result outside the C/D format's normal range (subnormal, overflow) is
 recomputed by the exact scalar engine (``_normalise``); the results are the
 same bits as ``tensor_core_kernel``'s (``tests/test_tc_fast.py``).
+
+``tc_grid`` runs the float64-lane twin of ``tc_rows`` (``tc_float.tcf_rows``:
+products, truncations and block sums in float64, exact where ``tc_float.fits``
+proves it, which every chip's rule does) and this int64 one elsewhere.
 """
 
 from __future__ import annotations
@@ -23,14 +27,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from . import tc_float
 from .arith import finish, op_add
 from .engine import convert_one, decode_one
 from .matmul import _normalise, convert
-from .params import RNE
+from .params import NAN_IEEE, RNE, FormatParams
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
 _RTZ = 2
+_FP32 = FormatParams(m=23, emin=-126, bias=127, max_mag=0x7F7FFFFF, sign_bit=1 << 31, has_inf=1,
+                     nan_kind=NAN_IEEE, subnormals=1, exp_bits=8)
 NO_EXP = -(1 << 20)  # nominal exponent of a zero element
 
 
@@ -139,17 +146,30 @@ def tc_grid(Pi, Pc, Ph, Pw, Po, fin, asig, aexp, bsig, bexp, cc, mode, out, tc, 
     from .._runtime import _threads
 
     m, emin = fin.mantissa_bits, fin.emin
-    anom = nominal(asig, aexp, m, emin)
-    bsig_t, bexp_t = np.ascontiguousarray(bsig.T), np.ascontiguousarray(bexp.T)
-    bnom = nominal(bsig_t, bexp_t, m, emin)
-    M = asig.shape[0]
-    N = bsig_t.shape[1]
+    M, N = asig.shape[0], bsig.shape[0]
     nt = max(1, min(_threads(), (M * N) // 4096, M))
     cuts = [M * t // nt for t in range(nt + 1)]
+    hi_c = (Pc.max_mag >> Pc.m) - Pc.bias
+    if tc_float.fits(m, emin, fin.emax, Pc.emin, hi_c, tc.block, tc.frac_bits):
+        pdt = np.float32 if tc_float.narrow_powers(emin, fin.emax, Pc.emin, hi_c) else np.float64
+        K = asig.shape[1]
+        af, pa = np.empty((M, K)), np.empty((M, K), pdt)
+        bf, pb = np.empty((K, N)), np.empty((K, N), pdt)
+        tc_float.prep(asig, aexp, m, emin, False, af, pa)
+        tc_float.prep(bsig, bexp, m, emin, True, bf, pb)
+        w32 = every > 0 and mode == RNE and Pw == Pc == _FP32  # float32 adds are those adds
 
-    def run(t: int) -> None:
-        tc_rows(Pc, Ph, Po, asig, aexp, anom, bsig_t, bexp_t, bnom, cc, mode, cuts[t],
-                cuts[t + 1], out, tc.block, tc.frac_bits, tc.hw_mode == "rne", every, Pw)
+        def run(t: int) -> None:
+            tc_float.tcf_rows(Pc, Ph, Po, Pw, af, pa, bf, pb, cc, mode, cuts[t], cuts[t + 1],
+                              out, tc.block, tc.frac_bits, tc.hw_mode == "rne", every, w32)
+    else:
+        anom = nominal(asig, aexp, m, emin)
+        bsig_t, bexp_t = np.ascontiguousarray(bsig.T), np.ascontiguousarray(bexp.T)
+        bnom = nominal(bsig_t, bexp_t, m, emin)
+
+        def run(t: int) -> None:
+            tc_rows(Pc, Ph, Po, asig, aexp, anom, bsig_t, bexp_t, bnom, cc, mode, cuts[t],
+                    cuts[t + 1], out, tc.block, tc.frac_bits, tc.hw_mode == "rne", every, Pw)
 
     if nt == 1:
         run(0)
