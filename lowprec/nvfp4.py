@@ -289,18 +289,18 @@ def _block_scale_codes(block_amax: np.ndarray, s_enc: np.float32,
                       scale_format: str = "ue4m3") -> np.ndarray:
     """Scale codes of ``block_amax * (S_enc / 6)`` (FP32, rne, saturating): what
     ``encode(..., "rne", saturate=True)`` gives, for E4M3 from its float32 kernel
-    directly (UE5M3, unsigned with subnormals, is not a ``bits32`` format)."""
+    directly once it is compiled (UE5M3, unsigned with subnormals, is not a
+    ``bits32`` format: ``encode`` always)."""
     s_dec_b = block_amax * (s_enc * _F32(1.0 / ELEMENT.max))
     np.minimum(s_dec_b, _FLT_MAX, out=s_dec_b)
     fmt = SCALE_FORMATS[scale_format]
-    if not route.takes_bits32(fmt):
-        return np.asarray(encode(s_dec_b, fmt, "rne", saturate=True), dtype=np.uint8)
-    codes = np.empty(s_dec_b.shape, np.uint8)
-    kernel, q = convert.kernel_for(fmt, MODE_INT["rne"], True, False, True)
-    if not route.ready(kernel, (q, s_dec_b, _NO_SEEDS, codes)):  # not compiled yet
-        return np.asarray(encode(s_dec_b, fmt, "rne", saturate=True), dtype=np.uint8)
-    kernel(q, s_dec_b, _NO_SEEDS, codes)
-    return codes  # every float32, NaN included, has an E4M3 code
+    if route.takes_bits32(fmt):
+        codes = np.empty(s_dec_b.shape, np.uint8)
+        kernel, q = convert.kernel_for(fmt, MODE_INT["rne"], True, False, True)
+        if route.ready(kernel, (q, s_dec_b, _NO_SEEDS, codes)):
+            kernel(q, s_dec_b, _NO_SEEDS, codes)
+            return codes  # every float32, NaN included, has an E4M3 code
+    return np.asarray(encode(s_dec_b, fmt, "rne", saturate=True), dtype=np.uint8)
 
 
 def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,

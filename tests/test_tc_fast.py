@@ -136,3 +136,13 @@ def test_every_chip_rule_fits_and_the_fallback_is_the_int64_path():
         f = get_format(name)
         assert tc_float.narrow_powers(f.emin, f.emax, -126, 127) == narrow, name
     assert not tc_float.fits(10, -1022, 1023, -126, 127, 4, 25)  # float64's range
+
+
+def test_the_float32_promotion_adds_know_fp32() -> None:
+    # tc_grid adds promoted partial sums in float32 only where the wide format is this
+    # FP32; a copy that drifted from the registry would silently take the slow adds.
+    from lowprec._kernels import tc_fast
+    from lowprec._kernels.params import format_params
+    from lowprec.formats import get_format
+
+    assert tc_fast._FP32 == format_params(get_format("fp32"))

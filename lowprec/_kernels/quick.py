@@ -82,8 +82,8 @@ def _rule(P: Any, mode: int, saturate: bool, ftz: bool) -> _Rule:
     special = np.array([np.inf, -np.inf, np.nan, -np.nan], np.float64).view(np.uint64)
     sc, _, status = vec.convert(P, special, mode, saturate, ftz)
     sv = vec.decode(P, np.maximum(sc, 0))
-    over = vec._overflow(P, np.array([False, True]), mode, saturate)  # noqa: SLF001
-    ov = vec.decode(P, over)
+    over = [vec.overflow_code(P, neg, mode, saturate) for neg in (False, True)]
+    ov = vec.decode(P, np.array(over))
     return _Rule(P.emin, P.m, float(vec.decode(P, np.array([P.max_mag]))[0]),
                  float(np.ldexp(1.0, P.emin)), (float(ov[0]), float(ov[1])),
                  (float(sv[0]), float(sv[1])), float(sv[2]), not status[2:].any(),

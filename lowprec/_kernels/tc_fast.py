@@ -28,14 +28,13 @@ import numpy as np
 from numba import njit
 
 from . import tc_float
-from .arith import finish, op_add
 from .engine import convert_one, decode_one
 from .matmul import _normalise, convert
-from .params import NAN_IEEE, RNE, FormatParams
+from .params import NAN_IEEE, RNE, RTZ, FormatParams
+from .tc_float import _add
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
-_RTZ = 2
 _FP32 = FormatParams(m=23, emin=-126, bias=127, max_mag=0x7F7FFFFF, sign_bit=1 << 31, has_inf=1,
                      nan_kind=NAN_IEEE, subnormals=1, exp_bits=8)
 NO_EXP = -(1 << 20)  # nominal exponent of a zero element
@@ -116,7 +115,7 @@ def tc_rows(Pc, Ph, Po, asig, aexp, anom, bsig, bexp, bnom, cc, mode, i0, i1, ou
                     if S[j] == 0:
                         acc[j] = 0.0
                     elif e0 < lo_e or e > hi_e or lsb < -1000 or lsb > 1000:
-                        code = _normalise(Ph, S[j], lsb, RNE if hw_rne else _RTZ)
+                        code = _normalise(Ph, S[j], lsb, RNE if hw_rne else RTZ)
                         code = convert(Ph, Pc, code, RNE)[0]
                         acc[j] = decode_one(Pc, code)
                     else:
@@ -132,11 +131,6 @@ def tc_rows(Pc, Ph, Po, asig, aexp, anom, bsig, bexp, bnom, cc, mode, i0, i1, ou
         for j in range(N):
             out[i * N + j] = convert(Pw if every > 0 else Pc, Po, wide[j], mode)[0]
 
-
-@_jit
-def _add(Pw, x, y, mode):
-    return finish(Pw, op_add(Pw, x, y, False, mode, False, False, _U0), mode, False, False,
-                  _U0)[0]
 
 def tc_grid(Pi, Pc, Ph, Pw, Po, fin, asig, aexp, bsig, bexp, cc, mode, out, tc, every):
     """Every output of an M x N matmul (``bsig``, ``bexp``: B transposed, N x K) into

@@ -32,11 +32,10 @@ from numba import njit
 from .arith import finish, op_add
 from .engine import convert_one, decode_one
 from .matmul import _normalise, convert
-from .params import RNE
+from .params import RNE, RTZ
 
 _jit = njit(cache=True, nogil=True)
 _U0 = np.uint64(0)
-_RTZ = 2
 TILE = 64  # columns of B taken together
 ROWS = 8  # rows of A taken through each block of B together
 
@@ -151,7 +150,7 @@ def tcf_rows(Pc, Ph, Po, Pw, af, pa, bf, pb, cc, mode, i0, i1, out, block, frac_
     the mode RNE, so numba's float32 addition is that addition)."""
     K = af.shape[1]
     N = bf.shape[1]
-    hw_mode = RNE if hw_rne else _RTZ
+    hw_mode = RNE if hw_rne else RTZ
     acc = np.empty((ROWS, TILE), np.float64)
     em = np.empty((ROWS, TILE), pa.dtype)
     sc = np.empty((ROWS, TILE), np.float64)
@@ -197,5 +196,6 @@ def tcf_rows(Pc, Ph, Po, Pw, af, pa, bf, pb, cc, mode, i0, i1, out, block, frac_
 
 @_jit
 def _add(Pw, x, y, mode):
+    """``x + y`` of codes of ``Pw``, rounded in ``mode`` (the wide accumulator's addition)."""
     return finish(Pw, op_add(Pw, x, y, False, mode, False, False, _U0), mode, False, False,
                   _U0)[0]
