@@ -191,7 +191,7 @@ class Cold(Exception):
 _READY: dict[tuple[int, tuple], bool] = {}
 _QUEUE: queue.Queue = queue.Queue()
 _WORKER: list[threading.Thread] = []
-_EARLY: list[subprocess.Popen] = []  # the compile process running, if any
+_EARLY: list[subprocess.Popen] = []  # the compile process started by a call, if any
 
 
 def _policy() -> str:
@@ -249,9 +249,10 @@ def ready(kernel: Any, args: tuple) -> bool:
     if getattr(_LARGE, "on", False) and _maybe_cached(disp) and _load_here(key, disp, args):
         return True
     _READY[key] = False
-    # No index file: not in the cache, so the compile starts now (a short program ends
-    # before the thread's load would find out, and its next run would be as cold). One
-    # compile process at a time (this or the worker's), else the worker compiles it.
+    # No index file: not in the cache, so the compile starts now (a short
+    # program ends before the thread's load would find out, and its next run
+    # would be as cold).
+    # One such process at a time; the worker thread compiles the others.
     started = None
     if not (_EARLY and _EARLY[0].poll() is None) and not _maybe_cached(disp):
         started = _compile_elsewhere([(name, sig)])
@@ -323,7 +324,6 @@ def _work() -> None:
                 missing.append((key, disp, name, sig))
         if missing:
             done = _compile_elsewhere([(name, sig) for _, _, name, sig in missing])
-            _EARLY[:] = [done] if done is not None else []  # two would race on numba's index
             _load_as_compiled(missing, done)
 
 
