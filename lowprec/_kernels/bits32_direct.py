@@ -93,9 +93,16 @@ from .direct_params import (  # noqa: F401 (re-exported: this module's names of 
     supports,
 )
 from .direct_round import (  # noqa: F401 (re-exported)
+    _direct_det,
+    _direct_fp,
+    _direct_full,
     _direct_one,
+    _direct_sr,
     _finish,
+    _ordinary_det,
+    _ordinary_fp,
     _ordinary_one,
+    _ordinary_sr,
     _plain_one,
     _rne_by_addition,
     _round_bits,
@@ -103,6 +110,8 @@ from .direct_round import (  # noqa: F401 (re-exported)
     _round_stochastic,
     _round_tiny,
     fpu_rounds_to_nearest,
+    no_redo,
+    no_short,
     ordinary_bounds,
     ordinary_from,
 )
@@ -118,7 +127,7 @@ __all__ = ["DIRECT_MODES", "FULL_KERNELS", "KERNELS", "NOT_NEAREST", "NearestEve
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _loop(F, xbits, seeds, out, mode, full, codes, fp, one, ordinary=False):
+def _loop(F, xbits, seeds, out, mode, full, codes, fp, one, ordinary, short, redo):
     """The kernels' loop (every flag but F compile-time): ``one`` (an element
     function like :func:`_direct_one`) on every element; returns the largest
     input magnitude bits (a NaN's are above inf's).
@@ -181,7 +190,7 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one, ordinary=False):
                         b = U(xs[i])
                         z = sr_step(z)
                         wh = sr_hi(z, k1) if stoch else U(0)
-                        bits, code = _ordinary_one(F, b, mode, wh, fp, codes)
+                        bits, code = short(F, b, mode, wh, fp, codes)
                         os_[i] = code if codes else np.int32(bits)
                     amax = max(amax, U(worst + lo_b))
                     backoff = 0
@@ -217,7 +226,7 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one, ordinary=False):
                 b = U(xs[i])
                 z = sr_step(z)
                 wh = sr_hi(z, k1)
-                bits, code, maybe = one(F, b, mode, wh, sr_lo(wh, k1), full, fp, True)
+                bits, code, maybe = redo(F, b, mode, wh, sr_lo(wh, k1), full, fp, True)
                 os_[i] = code if codes else np.int32(bits)
     return amax
 
@@ -239,21 +248,37 @@ def _make(mode: int, full: bool, codes: bool, plain: bool = False, addition: boo
     keys a closure by its variables' pickled bytes, which for a compiled
     function differ between processes (the cache would never hit). Codes and
     values are separate kernels so that each compiles one loop, not both.
+    Each branch below passes :func:`_loop` the one route of the element
+    function its constants pick (:func:`_direct_one`'s docstring says why).
     """
-    ordinary = not full  # a short loop for ordinary pieces
 
     @njit(cache=True, nogil=True)
     def kernel(q, x, seeds, out):
         F = _unpack(q)
         xbits = x.view(np.uint32)  # x: float32 values or their bits
-        if plain:
-            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _plain_one)
+        if plain and mode == STOCHASTIC:
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _plain_one, False,
+                         no_short, _plain_one)
+        elif plain:
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _plain_one, False,
+                         no_short, no_redo)
         elif addition:
             if (F.rne_fp == U(0)) or not fpu_rounds_to_nearest(F):
                 return NOT_NEAREST
-            amax = _loop(F, xbits, seeds, out, mode, full, codes, True, _direct_one, ordinary)
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, True, _direct_fp, True,
+                         _ordinary_fp, no_redo)
+        elif full and mode == STOCHASTIC:
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_full, False,
+                         no_short, _direct_full)
+        elif full:
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_full, False,
+                         no_short, no_redo)
+        elif mode == STOCHASTIC:
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_sr, True,
+                         _ordinary_sr, _direct_sr)
         else:
-            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_one, ordinary)
+            amax = _loop(F, xbits, seeds, out, mode, full, codes, False, _direct_det, True,
+                         _ordinary_det, no_redo)
         return 1 if (amax > U(_INF)) & (F.no_nan != U(0)) else 0
 
     return kernel

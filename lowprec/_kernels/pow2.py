@@ -31,7 +31,16 @@ from numba import njit
 
 from . import bits32
 from .bits32 import _code_bits, special_codes
-from .bits32_direct import _INF, _QNAN, DIRECT_MODES, _f32_bits, _loop, _round_bits
+from .bits32_direct import (
+    _INF,
+    _QNAN,
+    DIRECT_MODES,
+    _f32_bits,
+    _loop,
+    _round_bits,
+    no_redo,
+    no_short,
+)
 from .params import RNA, RNE, RUP, STOCHASTIC, format_params
 from .u32 import U, shl, shr
 from .vec import convert_one
@@ -145,7 +154,13 @@ def _make(mode: int, codes: bool):
 
     @njit(cache=True, nogil=True)
     def kernel(q, x, seeds, out):
-        _loop(_unpack(q), x.view(np.uint32), seeds, out, mode, False, codes, False, _pow2_one)
+        F, xbits = _unpack(q), x.view(np.uint32)
+        if mode == STOCHASTIC:
+            _loop(F, xbits, seeds, out, mode, False, codes, False, _pow2_one, False, no_short,
+                  _pow2_one)
+        else:
+            _loop(F, xbits, seeds, out, mode, False, codes, False, _pow2_one, False, no_short,
+                  no_redo)
         return 0
 
     return kernel
