@@ -21,10 +21,11 @@ __all__ = ["COLD_SECONDS", "compile_notice"]
 
 #: Seconds a cold first run of each command spent compiling (measured on the 2-core
 #: development machine, an Intel Xeon, quiet, empty NUMBA_CACHE_DIR: explain 0.1 1.3 s,
-#: demo 34.6, train 12.4, figures 89.1, validate --quick 71.0, warmup 179.6; info and
+#: demo 34.6, train 12.4, figures 89.1, validate --quick 71.0, warmup 127.1 (179.6 before the
+#: rounding kernels inlined one route each); info and
 #: tutorials compile little or nothing in this process); the estimate the notice gives.
 COLD_SECONDS = {"info": 2, "explain": 2, "demo": 35, "train": 15, "figures": 90,
-                "validate": 70, "tutorials": 60, "warmup": 180}
+                "validate": 70, "tutorials": 60, "warmup": 130}
 
 
 class _Notice(event.Listener):
