@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ._kernels.blocks import move_axis
 from ._runtime import _as_float_array
 from .formats import FloatFormat
 
@@ -79,7 +80,7 @@ def check_block_size(block_size: int) -> int:
 def to_blocks(a: np.ndarray, axis: int, block_size: int) -> np.ndarray:
     """``a`` with ``axis`` moved last, zero-padded and split into blocks:
     shape ``(*other_dims, n_blocks, block_size)``."""
-    moved = np.moveaxis(a, axis, -1)
+    moved = move_axis(a, axis, -1)
     n = moved.shape[-1]
     nb = -(-n // block_size)
     pad = nb * block_size - n
@@ -93,7 +94,7 @@ def to_blocks(a: np.ndarray, axis: int, block_size: int) -> np.ndarray:
 def from_blocks(blocks: np.ndarray, axis: int, n: int) -> np.ndarray:
     """Inverse of :func:`to_blocks` for an axis of original length ``n``."""
     flat = blocks.reshape(blocks.shape[:-2] + (blocks.shape[-2] * blocks.shape[-1],))[..., :n]
-    return np.moveaxis(flat, -1, axis)
+    return move_axis(flat, -1, axis)
 
 
 def _group(width: int) -> tuple[int, int]:
@@ -182,7 +183,7 @@ def unpack_scaled(data: Any, shape: tuple[int, ...], axis: int, block_size: int,
                          f"is {need} bytes, got {buf.shape[0]}")
     header = buf[:header_bytes]
     body = buf[header_bytes:]
-    scales = np.moveaxis(body[:n_blocks].reshape(moved_shape + (nb,)), -1, axis)
+    scales = move_axis(body[:n_blocks].reshape(moved_shape + (nb,)), -1, axis)
     elems = unpack_bits(body[n_blocks:], element_bits, n_elems)
     codes = from_blocks(elems.reshape(moved_shape + (nb, block_size)), axis, shape[axis])
     return (header, np.ascontiguousarray(scales), np.ascontiguousarray(codes), shape, axis,

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ._blocks import as_working_array, normalize_axis
+from ._kernels.blocks import move_axis
 from ._kernels.recipe import fwht_columns, fwht_groups
 
 __all__ = ["SIGN_VECTOR", "hadamard_matrix", "rht", "rht_matrix"]
@@ -104,8 +105,8 @@ def rht(x: Any, signs: Any = None, axis: int = -1, precision: str = "bfloat16") 
         fwht_columns(np.ascontiguousarray(arr), s, 1.0 / np.sqrt(n), precision == "bfloat16",
                       out_t)
         return out_t.T
-    moved = np.ascontiguousarray(np.moveaxis(arr, axis, -1))
+    moved = np.ascontiguousarray(move_axis(arr, axis, -1))
     out = np.empty(moved.shape, np.float32)
     fwht_groups(moved.reshape(-1), s, 1.0 / np.sqrt(n), precision == "bfloat16",
                  out.reshape(-1))
-    return np.moveaxis(out, -1, axis)
+    return move_axis(out, -1, axis)

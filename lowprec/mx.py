@@ -78,7 +78,7 @@ import numpy as np
 
 from . import _blocks
 from ._kernels import convert, route
-from ._kernels.blocks import RULE_INT, dequantize_blocks, mx_quantize, twos_complement
+from ._kernels.blocks import RULE_INT, dequantize_blocks, move_axis, mx_quantize, twos_complement
 from ._kernels.params import MODE_INT
 from ._names import did_you_mean
 from .formats import FloatFormat, custom_format, get_format
@@ -290,7 +290,7 @@ class MXTensor:
         """per_element times its block's per_block value; per_element must be a
         fresh array (it is overwritten)."""
         blocks = _blocks.to_blocks(per_element, self.axis, self.block_size)
-        blocks *= np.moveaxis(per_block, self.axis, -1)[..., None]
+        blocks *= move_axis(per_block, self.axis, -1)[..., None]
         return _blocks.from_blocks(blocks, self.axis, self.shape[self.axis])
 
     def dequantize(self, dtype: Any = np.float64) -> np.ndarray:
@@ -353,7 +353,7 @@ class MXTensor:
         FP8/INT8 code). Shape, axis, format and block size are not stored:
         pass them to :meth:`from_packed`.
         """
-        scales = np.moveaxis(self.scale_codes, self.axis, -1).reshape(-1)
+        scales = move_axis(self.scale_codes, self.axis, -1).reshape(-1)
         elems = _blocks.to_blocks(self.codes, self.axis, self.block_size)
         return np.concatenate([scales, _blocks.pack_bits(elems, self.fmt.element_bits)])
 
@@ -438,7 +438,7 @@ def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, r
     if not route.takes_bits32(elem) or (wide and not route.takes_bits32(elem, True)):
         return None
     m = MODE_INT[mode]
-    moved = np.moveaxis(arr, axis, -1)
+    moved = move_axis(arr, axis, -1)
     cols = moved.shape[-1]
     nb = -(-cols // block_size)
     if mxf.integer and not route.ready(twos_complement, (np.empty(0, np.uint8),)):
@@ -452,9 +452,9 @@ def _quantize_fast(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: int, r
     codes, scale_codes = done
     if mxf.integer:
         twos_complement(codes)
-    codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))
+    codes = np.ascontiguousarray(move_axis(codes.reshape(moved.shape), -1, axis))
     scale_codes = np.ascontiguousarray(
-        np.moveaxis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
+        move_axis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
     return MXTensor(codes, scale_codes, mxf, tuple(arr.shape), axis, block_size, rule)
 
 
@@ -491,5 +491,5 @@ def _quantize_reference(arr: np.ndarray, mxf: MXFormat, axis: int, block_size: i
         q = (codes & 0x7F).astype(np.int16)
         codes = np.where(codes & 0x80, -q, q).astype(np.int8).view(np.uint8)
     codes = np.ascontiguousarray(_blocks.from_blocks(codes, axis, arr.shape[axis]))
-    scale_codes = np.ascontiguousarray(np.moveaxis(scale_codes, -1, axis))
+    scale_codes = np.ascontiguousarray(move_axis(scale_codes, -1, axis))
     return MXTensor(codes, scale_codes, mxf, tuple(arr.shape), axis, block_size, rule)

@@ -66,7 +66,13 @@ import numpy as np
 
 from . import _blocks
 from ._kernels import convert, route
-from ._kernels.blocks import dequantize_blocks, nvfp4_block_amax, nvfp4_elements, nvfp4_ready
+from ._kernels.blocks import (
+    dequantize_blocks,
+    move_axis,
+    nvfp4_block_amax,
+    nvfp4_elements,
+    nvfp4_ready,
+)
 from ._kernels.params import MODE_INT, STOCHASTIC
 from ._kernels.sr import SR_BLOCK
 from ._runtime import _get_rng, _random_words
@@ -152,7 +158,7 @@ class NVFP4Tensor:
 
     def _broadcast(self, per_block: np.ndarray, per_element: np.ndarray) -> np.ndarray:
         blocks = _blocks.to_blocks(per_element, self.axis, self.block_size)
-        out = blocks * np.moveaxis(per_block, self.axis, -1)[..., None]
+        out = blocks * move_axis(per_block, self.axis, -1)[..., None]
         return _blocks.from_blocks(out, self.axis, self.shape[self.axis])
 
     def dequantize(self, dtype: Any = np.float64) -> np.ndarray:
@@ -205,7 +211,7 @@ class NVFP4Tensor:
         then the E4M3 block-scale bytes and the E2M1 codes two per byte (low
         nibble first), both in the block order of :meth:`lowprec.mx.MXTensor.pack`."""
         head = np.array([self.global_scale], dtype="<f4").view(np.uint8)
-        scales = np.moveaxis(self.scale_codes, self.axis, -1).reshape(-1)
+        scales = move_axis(self.scale_codes, self.axis, -1).reshape(-1)
         elems = _blocks.to_blocks(self.codes, self.axis, self.block_size)
         return np.concatenate([head, scales, _blocks.pack_bits(elems, 4)])
 
@@ -310,7 +316,7 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     for the elements); None where it does not apply or a scaled element is NaN (the
     reference then raises)."""
     m = MODE_INT[mode]
-    moved = np.moveaxis(x32, axis, -1)
+    moved = move_axis(x32, axis, -1)
     cols = moved.shape[-1]
     nb = -(-cols // block_size)
     flat = np.ascontiguousarray(moved).reshape(-1)
@@ -340,9 +346,9 @@ def _quantize_fast(x32: np.ndarray, axis: int, block_size: int, mode: str,
     if codes is None:
         return None
     scale_codes[bad] = _SCALE_NAN[scale_format]
-    codes = np.ascontiguousarray(np.moveaxis(codes.reshape(moved.shape), -1, axis))
+    codes = np.ascontiguousarray(move_axis(codes.reshape(moved.shape), -1, axis))
     scale_codes = np.ascontiguousarray(
-        np.moveaxis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
+        move_axis(scale_codes.reshape(moved.shape[:-1] + (nb,)), -1, axis))
     return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size,
                        scale_format)
 
@@ -380,6 +386,6 @@ def _quantize_reference(x32: np.ndarray, axis: int, block_size: int, mode: str,
     scale_codes = np.where(bad_block, _SCALE_NAN[scale_format], scale_codes).astype(np.uint8)
 
     codes = np.ascontiguousarray(_blocks.from_blocks(codes, axis, x32.shape[axis]))
-    scale_codes = np.ascontiguousarray(np.moveaxis(scale_codes, -1, axis))
+    scale_codes = np.ascontiguousarray(move_axis(scale_codes, -1, axis))
     return NVFP4Tensor(codes, scale_codes, _F32(s_dec), tuple(x32.shape), axis, block_size,
                        scale_format)

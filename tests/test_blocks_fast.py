@@ -314,3 +314,24 @@ def test_nvfp4_block_scale_codes_equal_encode():
             want = encode(np.minimum(amax * (s_enc * F32(1 / 6)), F32(TOP)), "fp8_e4m3",
                           saturate=True)
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(3,), (2, 3), (2, 3, 4), (1, 5, 1, 2)])
+def test_move_axis_is_numpys_moveaxis(shape: tuple[int, ...]) -> None:
+    """The block formats' short cut for np.moveaxis: the same view (shape, strides,
+    memory) for every axis pair, numpy's error for an axis out of range, numpy's
+    answer for numpy integers."""
+    from lowprec._kernels.blocks import move_axis
+
+    a = np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+    nd = a.ndim
+    for src in range(-nd - 1, nd + 1):
+        for dst in range(-nd - 1, nd + 1):
+            if -nd <= src < nd and -nd <= dst < nd:
+                for s, d in ((src, dst), (np.int64(src), np.int64(dst))):
+                    got, want = move_axis(a, s, d), np.moveaxis(a, s, d)
+                    assert got.shape == want.shape and got.strides == want.strides
+                    assert np.shares_memory(got, a) and np.array_equal(got, want)
+            else:
+                with pytest.raises(np.exceptions.AxisError):
+                    move_axis(a, src, dst)

@@ -54,6 +54,7 @@ import numpy as np
 from .. import _blocks
 from .._kernels import convert
 from .._kernels import recipe as _k
+from .._kernels.blocks import move_axis
 from .._kernels.params import MODE_INT
 from .._runtime import _get_rng
 from ..hadamard import rht, rht_matrix
@@ -388,7 +389,7 @@ def quantize_along(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *,
         raise ValueError("fake_quantize needs an array with at least one dimension")
     axis = _blocks.normalize_axis(axis, arr.ndim)
     with np.errstate(over="ignore"):
-        moved = np.moveaxis(arr.astype(np.float32, copy=False), axis, -1)
+        moved = move_axis(arr.astype(np.float32, copy=False), axis, -1)
     if hadamard:
         if moved.shape[-1] % 16:
             raise ValueError(f"the random Hadamard transform (nvfp4_rht) runs along the "
@@ -405,7 +406,7 @@ def quantize_along(x: Any, block_shape: Any = (1, 16), rounding: str = "rne", *,
     out = t.dequantize()
     if hadamard and rotate_back:
         out = unrotate(out)
-    return t, np.moveaxis(out, -1, axis)
+    return t, move_axis(out, -1, axis)
 
 
 def unrotate(y: Any) -> np.ndarray:

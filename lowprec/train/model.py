@@ -231,7 +231,9 @@ class Network(MLP):
         super().__init__(sizes, rng)
         self.policy = policy
         stored = policy.master if policy.master is not None else policy.weights
-        if stored is not None:  # the initial weights, written in the stored format
+        # The initial weights, written in the stored format (fp32 holds every float32:
+        # nothing to round, and no kernel to compile for a first run).
+        if stored is not None and stored.format != "fp32":
             for p in self.parameters():
                 p.data = round_to(p.data, stored.format).astype(np.float32)
         round_rng = rng if round_rng is None else round_rng
