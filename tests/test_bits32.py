@@ -527,7 +527,7 @@ def _ordinary(xb, q, mode):
 @pytest.mark.parametrize("f", ORDINARY_FORMATS, ids=lambda f: f.name)
 def test_ordinary_inputs_alone_equal_round_pack(f):
     # An array whose inputs are all ordinary takes the kernels' short loop
-    # (bits32_direct._ordinary_one) alone: every input of _inputs from the
+    # (bits32_direct._ordinary_*) alone: every input of _inputs from the
     # kernel's ordinary bound up to the largest value, both of them included.
     xb, _ = _kernel_inputs(f, 12)
     for mode in bits32_direct.DIRECT_MODES:

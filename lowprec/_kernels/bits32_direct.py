@@ -38,7 +38,7 @@ flushing; in stochastic rounding, from q) up to the format's largest value
 (:func:`ordinary_from`) no result is special or flushed. So the other formats' loop checks each piece of its input first (the
 largest of ``|x| - lo``: a few instructions per 16 elements) and rounds a
 piece of such inputs in a short loop without the selects
-(:func:`_ordinary_one`); a piece with one other input takes the long loop,
+(:func:`_ordinary_fp` and its twins); a piece with one other input takes the long loop,
 whole (:func:`_loop`). Both give the same bits; the short loop is about half
 as long (stochastic rounding: 30 instructions per 16 elements against 60).
 
@@ -101,7 +101,6 @@ from .direct_round import (  # noqa: F401 (re-exported)
     _finish,
     _ordinary_det,
     _ordinary_fp,
-    _ordinary_one,
     _ordinary_sr,
     _plain_one,
     _rne_by_addition,
@@ -148,7 +147,7 @@ def _loop(F, xbits, seeds, out, mode, full, codes, fp, one, ordinary, short, red
 
     With ``ordinary`` (compile-time), a piece whose inputs are all ordinary
     (:func:`ordinary_from`: one pass for the largest of ``|x| - lo``, the
-    piece then in L1) takes the short loop of :func:`_ordinary_one`, about
+    piece then in L1) takes the short loop of ``short`` (an ``_ordinary_*`` route), about
     half the instructions of ``one``. A piece that is not gets the long loop,
     and so do the next 1, 3, 7, ... 63 pieces unchecked while no piece has
     passed since (back-off): data that never passes (fp4 on a normal

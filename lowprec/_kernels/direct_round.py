@@ -178,10 +178,10 @@ def _direct_one(F, b, mode, wh, wl, full, fp, exact=False):
     processor's float32 addition (the caller has checked
     :func:`fpu_rounds_to_nearest` and ``F.rne_fp``).
 
-    The kernels call one of its four routes directly (:func:`direct_route`
-    names it), so that numba, which copies a function's code into each
-    caller before it prunes the branches a constant decides, copies one
-    route and not four (a kernel compiled in about 30% less time)."""
+    The kernels call one of its four routes directly (each kernel's constants
+    pick it), so that numba, which copies a function's code into each caller
+    before it prunes the branches a constant decides, copies one route and not
+    four (a kernel compiles in about half the time)."""
     if full:
         return _direct_full(F, b, mode, wh, wl, full, fp, exact)
     if fp and mode == RNE:
@@ -248,7 +248,7 @@ def _special(F, r, b, a, s, unsure):
 def ordinary_from(F, mode):
     """The float32 bits of the smallest ordinary input of ``mode``: from it up
     to the format's largest value ``F.max_bits`` (inclusive) an input is
-    rounded by :func:`_ordinary_one`. Those inputs are not flushed (the
+    rounded by the short routes (:func:`_ordinary_fp` and its twins). Those inputs are not flushed (the
     flushing bound is on the grid, so no rounding of an input above it lands
     below it) and their results are not special (nor is the largest value,
     for the same reason). The deterministic modes take tiny inputs and zeros
@@ -260,30 +260,20 @@ def ordinary_from(F, mode):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _ordinary_one(F, b, mode, wh, fp, codes):
-    """(float32 bits of the rounded value, its code) of float32 bits ``b``
-    whose magnitude is ordinary (:func:`ordinary_from`), exactly as
-    :func:`_direct_one` gives them, in about half its instructions: no select
-    of a special result, no flush, no NaN (``codes``, compile-time: whether
-    the code is wanted; else it is 0). The kernels call its routes directly,
-    as :func:`_direct_one`'s."""
-    if fp and mode == RNE:
-        return _ordinary_fp(F, b, mode, wh, fp, codes)
-    if mode == STOCHASTIC:
-        return _ordinary_sr(F, b, mode, wh, fp, codes)
-    return _ordinary_det(F, b, mode, wh, fp, codes)
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _ordinary_fp(F, b, mode, wh, fp, codes):
-    """:func:`_ordinary_one` in rne by the float32 addition."""
+    """The short route of an ordinary input (:func:`ordinary_from`), in rne by the
+    float32 addition: (float32 bits of the rounded value, its code) of float32 bits
+    ``b``, exactly as :func:`_direct_one` gives them, in about half its instructions:
+    no select of a special result, no flush, no NaN (``codes``, compile-time: whether
+    the code is wanted; else it is 0). :func:`_ordinary_sr` and :func:`_ordinary_det`
+    are the same in the other modes; a kernel's loop inlines the one of its mode."""
     a = U(b & U(0x7FFFFFFF))
     return _finish(F, _rne_by_addition(F, a), b, a, shr(b, U(31)), codes)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _ordinary_sr(F, b, mode, wh, fp, codes):
-    """:func:`_ordinary_one` in stochastic rounding (the inputs are not tiny:
+    """:func:`_ordinary_fp` in stochastic rounding (the inputs are not tiny:
     the shift needs no clamp from below)."""
     a = U(b & U(0x7FFFFFFF))
     s = shr(b, U(31))
@@ -293,7 +283,7 @@ def _ordinary_sr(F, b, mode, wh, fp, codes):
 
 @njit(cache=True, nogil=True, inline="always")
 def _ordinary_det(F, b, mode, wh, fp, codes):
-    """:func:`_ordinary_one` in a deterministic mode."""
+    """:func:`_ordinary_fp` in a deterministic mode."""
     a = U(b & U(0x7FFFFFFF))
     s = shr(b, U(31))
     return _finish(F, _round_deterministic(F, a, s, mode), b, a, s, codes)
@@ -302,7 +292,7 @@ def _ordinary_det(F, b, mode, wh, fp, codes):
 @njit(cache=True, nogil=True, inline="always")
 def no_short(F, b, mode, wh, fp, codes):
     """The short route of a loop that has none (never called): a stand-in for
-    :func:`_ordinary_one`, so that numba copies nothing into the kernel."""
+    the ``_ordinary_*`` routes, so that numba copies nothing into the kernel."""
     return U(0), U(0)
 
 
