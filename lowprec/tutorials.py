@@ -256,7 +256,8 @@ def tutorials_dir() -> Path:
 
     From a checkout (``pip install -e .``, or ``PYTHONPATH``): its ``tutorials/`` folder, so
     that edits to the tutorials are seen at once. From an installed wheel (``pip install
-    .``): the copy that ships inside the package, ``lowprec/tutorials_data/`` (see setup.py).
+    .``): the copy that ships inside the package, ``lowprec/tutorials_data/`` (pyproject.toml's
+    ``force-include``).
     """
     package = Path(__file__).resolve().parent
     checkout = package.parent / "tutorials"

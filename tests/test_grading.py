@@ -360,7 +360,7 @@ def test_the_wheel_ships_tutorials_and_the_explorer_page(tmp_path: Path) -> None
     """``pip install .`` installs what ``lowprec tutorials`` and ``lowprec explore`` read."""
     import zipfile
 
-    pytest.importorskip("setuptools")
+    pytest.importorskip("hatchling", reason="the build backend (pip install -e \".[test]\")")
     root = Path(__file__).resolve().parent.parent
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
                            "--no-build-isolation", "-q", "-w", str(tmp_path), str(root)],
