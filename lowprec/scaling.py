@@ -48,12 +48,13 @@ import numpy as np
 
 from . import _blocks
 from .formats import FloatFormat, get_format
-from .rounding import check_mode, decode, encode
+from .rounding import check_mode, decode, encode, round_to
 
 __all__ = [
     "DelayedScaling",
     "ScaledTensor",
     "current_scale",
+    "fake_quantize_per_tensor",
     "quantize_per_tensor",
     "quantize_tiles",
 ]
@@ -165,15 +166,20 @@ class ScaledTensor:
         return f"ScaledTensor({self.fmt.name}, shape={self.shape}, {kind})"
 
 
-def _encode_scaled(arr: np.ndarray, scale: np.ndarray, fmt: FloatFormat, mode: str,
-                   rng: Any) -> np.ndarray:
-    """round(x * scale) with saturation; x * scale formed in the input's precision."""
+def _scaled(arr: np.ndarray, scale: np.ndarray, fmt: FloatFormat) -> np.ndarray:
+    """x * scale, formed in the input's precision (what is rounded)."""
     with np.errstate(over="ignore", invalid="ignore"):
         prod = arr * scale.astype(arr.dtype)
     if not fmt.has_nan and np.isnan(prod).any():
         raise ValueError(
             f"x holds NaN, but {fmt.name} has no NaN encoding; remove or replace NaNs first")
-    return encode(prod, fmt, mode, saturate=True, rng=rng)
+    return prod
+
+
+def _encode_scaled(arr: np.ndarray, scale: np.ndarray, fmt: FloatFormat, mode: str,
+                   rng: Any) -> np.ndarray:
+    """round(x * scale) with saturation, as codes."""
+    return encode(_scaled(arr, scale, fmt), fmt, mode, saturate=True, rng=rng)
 
 
 def _amax(arr: np.ndarray) -> float:
@@ -200,6 +206,32 @@ def quantize_per_tensor(
     >>> float(t.scale), t.dequantize().tolist()
     (224.0, [0.5000000223517418, -2.000000089406967])
     """
+    fmt, mode, arr, s = _per_tensor(x, fmt, scale, mode, margin, power_of_two)
+    codes = _encode_scaled(arr, s, fmt, mode, rng)
+    return ScaledTensor(np.asarray(codes), np.asarray(s, dtype=_F32), fmt, tuple(arr.shape))
+
+
+def fake_quantize_per_tensor(
+    x: Any, fmt: FloatFormat | str = "fp8_e4m3", *, scale: float | None = None,
+    mode: str = "rne", margin: int = 0, power_of_two: bool = False, rng: Any = None,
+) -> np.ndarray:
+    """:func:`quantize_per_tensor` then :meth:`ScaledTensor.dequantize`, the same
+    float64 values bit for bit, without the codes: ``x * scale`` rounded to the
+    format's values (:func:`lowprec.round_to`, saturating) times ``scale_inv``.
+    What a simulation that only reads the values back needs (the trainer's FP8
+    rounders); the rounding kernel is the one every format's values share.
+
+    >>> import numpy as np
+    >>> fake_quantize_per_tensor(np.array([0.5, -2.0]), "fp8_e4m3").tolist()
+    [0.5000000223517418, -2.000000089406967]
+    """
+    fmt, mode, arr, s = _per_tensor(x, fmt, scale, mode, margin, power_of_two)
+    return _fake(arr, s, fmt, mode, rng)
+
+
+def _per_tensor(x: Any, fmt: FloatFormat | str, scale: float | None, mode: str, margin: Any,
+                power_of_two: bool) -> tuple[FloatFormat, str, np.ndarray, np.ndarray]:
+    """The checked arguments of a per-tensor quantization, and its scale."""
     fmt = get_format(fmt)
     mode = check_mode(mode)
     margin = _check_margin(margin)
@@ -210,8 +242,17 @@ def quantize_per_tensor(
         s = np.asarray(scale, dtype=_F32)
         if s.ndim != 0 or not (np.isfinite(s) and s > 0):
             raise ValueError(f"scale must be one positive finite number, got {scale!r}")
-    codes = _encode_scaled(arr, s, fmt, mode, rng)
-    return ScaledTensor(np.asarray(codes), np.asarray(s, dtype=_F32), fmt, tuple(arr.shape))
+    return fmt, mode, arr, s
+
+
+def _fake(arr: np.ndarray, s: np.ndarray, fmt: FloatFormat, mode: str, rng: Any
+          ) -> np.ndarray:
+    """decode(encode(x * s)) * scale_inv in float64, from the values: the format's
+    values are those its codes decode to, and each product is exact in float64
+    (at most 24 significant bits times float32's 24)."""
+    vals = round_to(_scaled(arr, s, fmt), fmt, mode, saturate=True, rng=rng)
+    with np.errstate(invalid="ignore"):
+        return np.asarray(vals, dtype=np.float64) * np.float64(_scale_inv(s))
 
 
 class DelayedScaling:
@@ -257,12 +298,25 @@ class DelayedScaling:
         in ``amax_history[0]`` (the larger one if called twice in a step)."""
         arr = _blocks.as_working_array(x)
         out = quantize_per_tensor(arr, self.fmt, scale=self.scale, mode=mode, rng=rng)
+        self._record(arr)
+        return out
+
+    def fake_quantize(self, x: Any, mode: str = "rne", *, rng: Any = None) -> np.ndarray:
+        """``quantize(x, mode, rng=rng).dequantize()``, the same float64 values and the
+        same amax recorded, without the codes (:func:`fake_quantize_per_tensor`)."""
+        arr = _blocks.as_working_array(x)
+        _, mode, _, s = _per_tensor(arr, self.fmt, self.scale, mode, self.margin, False)
+        out = _fake(arr, s, self.fmt, mode, rng)
+        self._record(arr)
+        return out
+
+    def _record(self, arr: np.ndarray) -> None:
+        """This tensor's amax into ``amax_history[0]`` (the larger one if called twice)."""
         amax = _F32(_amax(arr))
         if np.isnan(amax) or np.isnan(self.amax_history[0]):
             self.amax_history[0] = np.nan
         else:
             self.amax_history[0] = max(self.amax_history[0], amax)
-        return out
 
     def update(self) -> None:
         """End of step: new scale from the history, then roll the history.

@@ -96,6 +96,56 @@ def test_delayed_scaling_history_and_errors():
         scaling.DelayedScaling("fp8_e4m3", history_len=0)
 
 
+def _hostile(rng: np.random.Generator, dtype) -> np.ndarray:
+    """Normal values over 50 binades, and what sits on the edges: zeros of both
+    signs, infinities, NaN, float32's extremes and subnormals."""
+    x = rng.standard_normal(3000) * np.exp2(rng.integers(-30, 20, 3000))
+    edges = [0.0, -0.0, np.inf, -np.inf, np.nan, 3e38, -3e38, 1e-45, -1e-45, 1e-40, 448.0,
+             464.0, -57344.0, 61440.0]
+    return np.concatenate([x, edges]).astype(dtype)
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2", "fp16", "bf16", "fp4_e2m1"])
+@pytest.mark.parametrize("mode", ["rne", "rtz", "stochastic"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fake_quantize_is_quantize_then_dequantize(fmt, mode, dtype):
+    """The values without the codes: the same float64 bits as ``dequantize()``,
+    NaNs included, and the same random words drawn in stochastic rounding."""
+    x = _hostile(np.random.default_rng(7), dtype)
+    if fmt == "fp4_e2m1":  # no NaN encoding: an error either way
+        x = x[~np.isnan(x)]
+    kw = [{}, {"power_of_two": True}, {"margin": 3}, {"scale": 0.375}]
+    for i, k in enumerate(kw):
+        rng = np.random.default_rng(i) if mode == "stochastic" else None
+        rng2 = np.random.default_rng(i) if mode == "stochastic" else None
+        want = scaling.quantize_per_tensor(x, fmt, mode=mode, rng=rng, **k).dequantize()
+        got = scaling.fake_quantize_per_tensor(x, fmt, mode=mode, rng=rng2, **k)
+        assert got.dtype == np.float64 and got.shape == x.shape
+        assert np.array_equal(got.view(np.uint64), want.view(np.uint64)), (fmt, mode, k)
+    with pytest.raises(ValueError, match="NaN"):
+        scaling.fake_quantize_per_tensor(np.array([1.0, np.nan]), "fp4_e2m1")
+    with pytest.raises(ValueError, match="scale"):
+        scaling.fake_quantize_per_tensor(x, fmt, scale=-1.0)
+
+
+def test_delayed_fake_quantize_is_quantize_then_dequantize():
+    """Step for step over a run whose amax jumps, holds NaN and then recovers."""
+    rng = np.random.default_rng(3)
+    a = scaling.DelayedScaling("fp8_e4m3", history_len=4)
+    b = scaling.DelayedScaling("fp8_e4m3", history_len=4)
+    for step in range(12):
+        x = (rng.standard_normal(500) * 10.0 ** rng.integers(-6, 4)).astype(F32)
+        if step == 5:
+            x[3] = np.nan
+        want = a.quantize(x, mode="stochastic", rng=np.random.default_rng(step)).dequantize()
+        got = b.fake_quantize(x, mode="stochastic", rng=np.random.default_rng(step))
+        assert np.array_equal(got.view(np.uint64), want.view(np.uint64))
+        assert np.array_equal(a.amax_history, b.amax_history, equal_nan=True)
+        a.update()
+        b.update()
+        assert a.scale == b.scale
+
+
 @pytest.mark.parametrize("tile", [(1, 128), (128, 128), (3, 5)])
 def test_tiles_are_per_tensor_quantization_of_each_tile(tile):
     rng = np.random.default_rng(1)

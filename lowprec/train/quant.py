@@ -61,15 +61,15 @@ def make_rounder(q: Quant, rng: np.random.Generator, axis: int = -1, *,
     srng = rng if q.mode == "stochastic" else None
     if q.scaling == "current":
         def current(x: np.ndarray) -> np.ndarray:
-            t = scaling.quantize_per_tensor(x, q.format, mode=q.mode, rng=srng)
-            return np.asarray(t.dequantize(), dtype=x.dtype)
+            y = scaling.fake_quantize_per_tensor(x, q.format, mode=q.mode, rng=srng)
+            return np.asarray(y, dtype=x.dtype)
 
         return current
     if q.scaling == "delayed":
         ds = scaling.DelayedScaling(q.format)
 
         def delayed(x: np.ndarray) -> np.ndarray:
-            y = ds.quantize(x, mode=q.mode, rng=srng).dequantize()
+            y = ds.fake_quantize(x, mode=q.mode, rng=srng)
             ds.update()
             return np.asarray(y, dtype=x.dtype)
 
