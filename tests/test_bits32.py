@@ -607,3 +607,18 @@ def test_rounding_kernels_ask_for_wide_vectors():
         np.testing.assert_array_equal(out, lp.round_to(x, f))
         llvm = "".join(k.inspect_llvm().values())
         assert u32.WIDE in llvm, name
+
+
+def test_the_loop_refuses_a_route_its_mode_cannot_take() -> None:
+    """``direct_loop.make_kernel`` builds no kernel that would round wrongly: the float32
+    addition is round-to-nearest-even's only, the SR route stochastic rounding's, DET
+    the other modes'; an unknown route is named."""
+    from lowprec._kernels import direct_loop as dl
+
+    sr, rtz = MODE_INT["stochastic"], MODE_INT["rtz"]
+    for route, mode in ((dl.ADDITION, rtz), (dl.SR, rtz), (dl.DET, sr), (7, RNE)):
+        with pytest.raises(ValueError, match="route"):
+            dl.make_kernel(route, mode, True)
+    for route in dl.ROUTES:  # each legal pairing is made (compiled only when called)
+        mode = RNE if route in (dl.ADDITION, dl.DET) else sr
+        assert callable(dl.make_kernel(route, mode, False))

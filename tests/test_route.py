@@ -223,8 +223,8 @@ ALLOWED = {"route", "route_arith", "route_compiled", "convert", "blocks", "recip
 #: The twins (and their parts), and warm (the router's half that compiles in the
 #: background; route re-exports its names): reached through a router only.
 TWINS = {"warm", "arith", "arith32", "arith_fast", "bits32", "bits32_direct", "blockmma",
-         "direct_params", "direct_round", "fast", "inspect_stats", "matmul", "memory", "odd64",
-         "pow2", "tc_fast", "tc_float", "u32"}
+         "direct_loop", "direct_params", "direct_round", "fast", "inspect_stats", "matmul",
+         "memory", "odd64", "pow2", "pow2_round", "tc_fast", "tc_float", "u32"}
 
 
 def kernel_imports(path: Path, package: Path = ROOT / "lowprec") -> list[tuple[int, str]]:

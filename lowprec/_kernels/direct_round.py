@@ -2,7 +2,7 @@
 rounded into the format, in every mode (the rounding of the magnitude bits, the
 tiny inputs, the special results, the float32 addition of round-to-nearest-even
 and the short route of ordinary inputs). Compiled inline into the kernels'
-loop; :mod:`.bits32_direct`'s docstring explains the method.
+loop (:mod:`.direct_loop`); :mod:`.bits32_direct`'s docstring explains the method.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from .direct_params import _INF, _QNAN, _unpack
 from .params import ODD, RDOWN, RNA, RNE, RTZ, RUP, STOCHASTIC
 from .u32 import U, shl, shr
 
-__all__ = ["fpu_rounds_to_nearest", "no_redo", "no_short", "ordinary_bounds",
-           "ordinary_from"]
+__all__ = ["fpu_rounds_to_nearest", "ordinary_bounds", "ordinary_from"]
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -287,20 +286,6 @@ def _ordinary_det(F, b, mode, wh, fp, codes):
     a = U(b & U(0x7FFFFFFF))
     s = shr(b, U(31))
     return _finish(F, _round_deterministic(F, a, s, mode), b, a, s, codes)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def no_short(F, b, mode, wh, fp, codes):
-    """The short route of a loop that has none (never called): a stand-in for
-    the ``_ordinary_*`` routes, so that numba copies nothing into the kernel."""
-    return U(0), U(0)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def no_redo(F, b, mode, wh, wl, full, fp, exact=False):
-    """The redo of a loop that never redoes an element (every mode but
-    stochastic rounding; never called): a stand-in for an element function."""
-    return U(0), U(0), U(0)
 
 
 @njit(cache=True, nogil=True)

@@ -19,46 +19,24 @@ special result is asked of the reference engine (``special_codes`` and
 ``convert_one``), and the tests hold the kernels bit-equal to ``round_pack``
 on every boundary (``tests/test_bits32.py``).
 
-The loop is :mod:`.bits32_direct`'s, with this module's element function.
+The loop is :mod:`.direct_loop`'s, with :mod:`.pow2_round`'s element function.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
-from numba import njit
 
 from . import bits32
 from .bits32 import _code_bits, special_codes
-from .bits32_direct import (
-    _INF,
-    _QNAN,
-    DIRECT_MODES,
-    _f32_bits,
-    _loop,
-    _round_bits,
-    no_redo,
-    no_short,
-)
-from .params import RNA, RNE, RUP, STOCHASTIC, format_params
-from .u32 import U, shl, shr
+from .direct_loop import POW2, make_kernel
+from .direct_params import DIRECT_MODES, _f32_bits
+from .params import format_params
+from .pow2_round import Pow2Params
 from .vec import convert_one
 
 __all__ = ["KERNELS", "POW2_MODES", "kernel", "params_array", "supports"]
-
-class Pow2Params(NamedTuple):
-    """What the kernel needs to know of a format, in float32 bits where it can."""
-
-    min_bits: int  # the smallest value: results below it are it
-    max_bits: int  # the largest: rounded magnitudes above it are special
-    emin_biased: int  # emin + 127: a value's code is its exponent field less this
-    ovf_code: int  # code of a (positive) overflow in this mode
-    inf_code: int  # code of +inf
-    nan_code: int  # code of NaN, zero and the negative inputs
-    ovf_bits: int  # the same results as float32 bits (NaN: numpy's quiet NaN)
-    inf_bits: int
-
 
 def supports(fmt: Any) -> bool:
     """Whether the kernel handles ``fmt``: unsigned, no mantissa bits, no
@@ -103,67 +81,15 @@ def params_array(fmt: Any, mode: int, saturate: bool, ftz: bool) -> np.ndarray:
     return bits32.params_array(fmt, mode, saturate, ftz, kernel_params)
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _unpack(q):
-    """The parameters array as a Pow2Params of uint32 fields."""
-    return Pow2Params(U(q[0]), U(q[1]), U(q[2]), U(q[3]), U(q[4]), U(q[5]), U(q[6]), U(q[7]))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _pow2_one(F, b, mode, wh, wl, full, fp, exact=False):
-    """(float32 bits of the rounded value, its code, 0) of float32 bits ``b``
-    (``wh``: the top half of the stochastic-rounding word, all it needs;
-    ``wl``, ``full``, ``fp`` and ``exact`` unused: the signature of
-    ``bits32_direct._direct_one``, so that both share one loop)."""
-    a = U(b & U(0x7FFFFFFF))
-    sh = U(22) if a < U(0x00800000) else U(23)  # float32's subnormals: from 2**-127
-    if mode == STOCHASTIC:  # up iff the word's top sh bits are below the dropped ones, iff
-        # adding the top sh bits of ~wh carries (bits32_direct._round_stochastic)
-        rounded = _round_bits(a, U(0), sh, STOCHASTIC, wh)
-    else:
-        mask = U(shl(U(1), sh) - U(1))
-        dropped = U(a & mask)
-        if mode == RNE or mode == RNA:  # a tie goes up: the value below is odd
-            up = dropped > shr(mask, U(1))
-        elif mode == RUP:
-            up = dropped != U(0)
-        else:  # RTZ, RDOWN, ODD: the kept bits (odd already)
-            up = False
-        kept = U(a & U(~mask))
-        rounded = U(kept + U(mask + U(1))) if up else kept
-    r = max(rounded, F.min_bits)
-    special = r > F.max_bits
-    nan = (a > U(_INF)) | (a == U(0)) | (b != a)  # NaN, zero, negative
-    bits = F.ovf_bits if special else r
-    bits = F.inf_bits if a == U(_INF) else bits
-    bits = U(_QNAN) if nan else bits
-    code = F.ovf_code if special else U(shr(r, U(23)) - F.emin_biased)
-    code = F.inf_code if a == U(_INF) else code
-    code = F.nan_code if nan else code
-    return bits, code, U(0)
-
-
 #: The modes the kernel has: all seven.
 POW2_MODES = DIRECT_MODES
 
 
 def _make(mode: int, codes: bool):
     """The kernel for one rounding ``mode``, writing codes (``codes``) or float32
-    values: kernel(q, x, seeds, out) -> 0 (every input has a code). As in
-    ``bits32_direct._make``, the closure holds plain constants only."""
-
-    @njit(cache=True, nogil=True)
-    def kernel(q, x, seeds, out):
-        F, xbits = _unpack(q), x.view(np.uint32)
-        if mode == STOCHASTIC:
-            _loop(F, xbits, seeds, out, mode, False, codes, False, _pow2_one, False, no_short,
-                  _pow2_one)
-        else:
-            _loop(F, xbits, seeds, out, mode, False, codes, False, _pow2_one, False, no_short,
-                  no_redo)
-        return 0
-
-    return kernel
+    values: kernel(q, x, seeds, out) -> 0 (every input has a code); the loop
+    is :func:`.direct_loop.make_kernel`'s, with :mod:`.pow2_round`'s element."""
+    return make_kernel(POW2, mode, codes)
 
 
 #: Kernels by (mode int, codes?).
