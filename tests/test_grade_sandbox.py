@@ -11,9 +11,11 @@ parent, a flood of output).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -368,16 +370,20 @@ def test_require_sandbox_refuses_without_namespaces(
     assert not out.exists()
 
 
-def test_a_crashed_grader_leaves_the_finished_rows_and_no_process(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox", ["as found", "fallback"])
+def test_a_crashed_grader_leaves_the_finished_rows_and_no_process(tmp_path: Path,
+                                                                  sandbox: str) -> None:
     """The grader killed while a submission hangs: the rows of the students graded before
     are on disk (``<out>.partial``), no ``<out>`` half-written, and the hanging run's
-    processes went with the grader."""
+    processes went with the grader, isolated (where namespaces are) or not."""
     subs = tmp_path / "subs"
     subs.mkdir()
     (subs / "0_honest.py").write_text(_honest())
     (subs / "1_hangs.py").write_text(_hostile("import time\ntime.sleep(600)"))
     out = tmp_path / "grades.csv"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    if sandbox == "fallback":
+        env["LOWPREC_GRADE_NO_NAMESPACES"] = "1"
     partial = Path(str(out) + ".partial")
     proc = subprocess.Popen([sys.executable, "-m", "lowprec", "grade", str(subs), "--tutorial",
                              "01", "--out", str(out), "--timeout", "300"], env=env,
@@ -388,14 +394,51 @@ def test_a_crashed_grader_leaves_the_finished_rows_and_no_process(tmp_path: Path
             break
         time.sleep(0.2)
     time.sleep(3)  # the hanging submission is running
-    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
-                              text=True).stdout.split()
+    tree = _descendants(proc.pid)  # the launcher, the namespaces' processes, the child
+    assert tree, "the grader started no launcher"
     proc.kill()
     proc.wait()
     rows = list(csv.DictReader(partial.read_text().splitlines()))
     assert [r["student"] for r in rows] == ["0_honest"] and rows[0]["total"] == "7"
     assert not out.exists()
-    time.sleep(1)
-    for pid in children:  # the launcher (and with it the sandbox) died with the grader
-        assert not Path(f"/proc/{pid}").exists() or \
-            "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    end = time.monotonic() + 10
+    while time.monotonic() < end and _alive(tree):
+        time.sleep(0.2)
+    # every process of the sandbox died with the grader, the ones that changed their
+    # user ids too (which clears the parent-death signal a process asked for)
+    left = {p: Path(f"/proc/{p}/cmdline").read_bytes()[:80] for p in _alive(tree)}
+    for pid in left:  # (not left running by a failure either)
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    assert not left, left
+
+
+def _descendants(root: int) -> list[int]:
+    """Every process below ``root``, by the parent pids in /proc."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                parents[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    found, frontier = [], [root]
+    while frontier:
+        below = [p for p, pp in parents.items() if pp in frontier]
+        found += below
+        frontier = below
+    return found
+
+
+def _alive(pids: list[int]) -> list[int]:
+    """Those of ``pids`` still running (a zombie is not)."""
+    left = []
+    for pid in pids:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            left.append(pid)
+    return left

@@ -213,9 +213,20 @@ def _report(record: dict[str, Any]) -> None:
     os.write(3, (json.dumps(record) + "\n").encode())
 
 
-def _exec_child(cfg: dict[str, Any]) -> None:
+def _die_with_parent(parent: int | None) -> None:
+    """Be killed when the parent process ends, and end now if ``parent`` (its pid, or
+    None where it cannot be seen: pid 1 of a new namespace) is gone already. Asked
+    again after every change of user ids or capabilities, which clears it (prctl(2)):
+    without that, a grader killed while a submission ran left the sandbox running."""
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if parent is not None and os.getppid() != parent:
+        os._exit(70)
+
+
+def _exec_child(cfg: dict[str, Any], parent: int | None) -> None:
     _limits(cfg)
     _prctl(PR_SET_NO_NEW_PRIVS, 1)
+    _die_with_parent(parent)  # (after the last change of credentials; execve keeps it)
     os.execve(cfg["python"], [cfg["python"], "-m", "lowprec.grading._child"], cfg["env"])
 
 
@@ -248,7 +259,7 @@ def _namespace_init(cfg: dict[str, Any], fds: list[tuple[int, str, bool]],
         _report({"sandbox": "isolated", "pidns": os.stat("/proc/self/ns/pid").st_ino})
         if cfg.get("probe"):
             os._exit(0)
-        _exec_child(cfg)
+        _exec_child(cfg, None)  # (its parent is outside its pid namespace: no pid to check)
     except BaseException as exc:  # noqa: B036 - reported to the grader, then exit
         _report({"sandbox": f"failed: {exc}"})
     os._exit(70)
@@ -257,6 +268,7 @@ def _namespace_init(cfg: dict[str, Any], fds: list[tuple[int, str, bool]],
 def _namespaces(cfg: dict[str, Any], ready: int, mapped: int) -> None:
     """The first process in the new namespaces (its child is their pid 1)."""
     try:
+        launcher = os.getppid()
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         root = os.geteuid() == 0
         if root:
@@ -277,6 +289,7 @@ def _namespaces(cfg: dict[str, Any], ready: int, mapped: int) -> None:
             os.setresgid(0, 0, 0)
             os.setresuid(0, 0, 0)  # uid 0 inside is nobody (65534) outside
             _prctl(PR_SET_DUMPABLE, 1)  # its /proc files stay its own
+        _die_with_parent(launcher)  # (the new user ids cleared it)
         pid = os.fork()
         if pid == 0:
             _namespace_init(cfg, fds, kernels)
@@ -323,13 +336,15 @@ def _descendants() -> list[int]:
     return found
 
 
-def fallback(cfg: dict[str, Any], why: str) -> int:
+def fallback(cfg: dict[str, Any], why: str, grader: int) -> int:
     """No namespaces: an empty folder, the scrubbed environment, the limits, as nobody
     when run as root and nobody can run this Python; orphans killed at the end."""
     os.chdir(cfg["workdir"])
     if cfg["drop_root"]:  # the grader checked that nobody can run Python here
         _drop_root()
+        _die_with_parent(grader)  # (the new user ids cleared it)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    launcher = os.getpid()
     pid = os.fork()
     if pid == 0:
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the launcher gone: stop
@@ -338,7 +353,7 @@ def fallback(cfg: dict[str, Any], why: str) -> int:
                 _prctl(PR_CAPBSET_DROP, cap)
         os.setsid()
         _report({"sandbox": "fallback", "why": why, "sid": os.getpid()})
-        _exec_child(cfg)
+        _exec_child(cfg, launcher)
     for fd in (0, 1, 2, 3):
         os.close(fd)
     status = _wait(pid)
@@ -365,9 +380,10 @@ def main(argv: list[str]) -> int:
     if cfg["answer_fd"] != 3:
         os.dup2(cfg["answer_fd"], 3)
         os.close(cfg["answer_fd"])
+    grader = os.getppid()
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the grader gone: stop
     if not cfg["isolate"]:
-        return fallback(cfg, cfg.get("why", "isolation was not requested"))
+        return fallback(cfg, cfg.get("why", "isolation was not requested"), grader)
     return isolated(cfg)
 
 
