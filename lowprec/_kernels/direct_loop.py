@@ -9,8 +9,8 @@ it copies the chosen function's code in, so each kernel holds one route. The
 loop is the kernel's own body, not a function inlined into it: numba copies
 an ``inline="always"`` function's code into its caller before it prunes that
 code's branches, so the loop's element functions, passed as arguments, cost
-the compiler more (fp8 E4M3's round-to-nearest-even kernel: 1.2 s against 1.6
-s to compile, the same machine code's speed).
+the compiler more (each kernel compiled 0.45-0.6 s sooner once the loop became
+its body, at the same speed: ``docs/kernels.md``, ``bench_compile.py --kernels``).
 
 Stochastic rounding makes only the top half of each word (``sr.sr_hi``, in
 32-bit lanes). An element that comes back unsure (its word's bottom half
@@ -201,6 +201,7 @@ def make_kernel(route: int, mode: int, codes: bool) -> Any:
                     z = sr_step(z)
                     wh = sr_hi(z, k1)
                     wl = sr_lo(wh, k1)
+                    # (stochastic rounding only: ADDITION and DET never get here)
                     if route == PLAIN:
                         bits, code, maybe = _plain_one(F, b, mode, wh, wl, full, fp, True)
                     elif route == FULL:

@@ -247,7 +247,7 @@ def _namespace_init(cfg: dict[str, Any], fds: list[tuple[int, str, bool]],
                     kernels: int | None) -> None:
     """pid 1 of the new namespaces: build the root, lose every privilege, run the child."""
     try:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _die_with_parent(None)
         _build_root(cfg, fds, kernels)
         for fd, _, _ in fds:
             os.close(fd)
@@ -269,7 +269,7 @@ def _namespaces(cfg: dict[str, Any], ready: int, mapped: int) -> None:
     """The first process in the new namespaces (its child is their pid 1)."""
     try:
         launcher = os.getppid()
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        _die_with_parent(launcher)
         root = os.geteuid() == 0
         if root:
             os.setgroups([])
@@ -347,7 +347,7 @@ def fallback(cfg: dict[str, Any], why: str, grader: int) -> int:
     launcher = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the launcher gone: stop
+        _die_with_parent(launcher)  # the launcher gone: stop
         if os.geteuid() == 0:  # root that cannot be nobody here: root without capabilities
             for cap in range(64):  # (so that RLIMIT_NPROC and file permissions apply)
                 _prctl(PR_CAPBSET_DROP, cap)
@@ -381,7 +381,7 @@ def main(argv: list[str]) -> int:
         os.dup2(cfg["answer_fd"], 3)
         os.close(cfg["answer_fd"])
     grader = os.getppid()
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # the grader gone: stop
+    _die_with_parent(grader)  # the grader gone: stop
     if not cfg["isolate"]:
         return fallback(cfg, cfg.get("why", "isolation was not requested"), grader)
     return isolated(cfg)
